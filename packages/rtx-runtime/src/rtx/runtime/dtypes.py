@@ -1,0 +1,194 @@
+"""rtx dtypes: PyTorch's names over NumPy dtypes (bfloat16 from ml_dtypes), and PyTorch's
+type-promotion rules (which differ from NumPy's: int64 + float16 is float16, a Python
+float with an int tensor gives the default dtype, zero-dim tensors count less than sized ones).
+"""
+from __future__ import annotations
+
+import functools
+
+import ml_dtypes
+import numpy as np
+
+
+class dtype:
+    """A tensor element type, compared by identity like torch.dtype."""
+
+    __slots__ = ("name", "np", "is_floating_point", "is_complex", "is_signed", "itemsize", "_category")
+
+    def __init__(self, name: str, np_dtype, category: int):
+        self.name = name
+        self.np = np.dtype(np_dtype)
+        self._category = category  # 0 bool, 1 integral, 2 floating, 3 complex
+        self.is_floating_point = category == 2
+        self.is_complex = category == 3
+        self.is_signed = name not in ("bool", "uint8", "uint16", "uint32", "uint64")
+        self.itemsize = self.np.itemsize
+
+    def __repr__(self):
+        return f"rtx.{self.name}"
+
+    def __reduce__(self):
+        return (from_name, (self.name,))
+
+    def to_real(self) -> dtype:
+        return {complex64: float32, complex128: float64}.get(self, self)
+
+    def to_complex(self) -> dtype:
+        return {float64: complex128, complex128: complex128}.get(self, complex64)
+
+
+bool_ = dtype("bool", np.bool_, 0)
+uint8 = dtype("uint8", np.uint8, 1)
+uint16 = dtype("uint16", np.uint16, 1)
+uint32 = dtype("uint32", np.uint32, 1)
+uint64 = dtype("uint64", np.uint64, 1)
+int8 = dtype("int8", np.int8, 1)
+int16 = dtype("int16", np.int16, 1)
+int32 = dtype("int32", np.int32, 1)
+int64 = dtype("int64", np.int64, 1)
+float16 = dtype("float16", np.float16, 2)
+bfloat16 = dtype("bfloat16", ml_dtypes.bfloat16, 2)
+float32 = dtype("float32", np.float32, 2)
+float64 = dtype("float64", np.float64, 2)
+complex64 = dtype("complex64", np.complex64, 3)
+complex128 = dtype("complex128", np.complex128, 3)
+
+ALL = [bool_, uint8, uint16, uint32, uint64, int8, int16, int32, int64,
+       float16, bfloat16, float32, float64, complex64, complex128]
+_BY_NAME = {d.name: d for d in ALL}
+# PyTorch's aliases.
+ALIASES = {"half": float16, "float": float32, "double": float64, "short": int16, "int": int32,
+           "long": int64, "cfloat": complex64, "cdouble": complex128, "bool": bool_}
+_BY_NP = {d.np: d for d in ALL}
+
+
+def from_name(name: str) -> dtype:
+    return _BY_NAME[name]
+
+
+def from_numpy(np_dtype) -> dtype:
+    """The rtx dtype of a NumPy (or CuPy) dtype; raises TypeError for unsupported ones."""
+    try:
+        return _BY_NP[np_dtype]
+    except KeyError:
+        pass
+    try:
+        return _BY_NP[np.dtype(np_dtype)]
+    except (KeyError, TypeError):
+        raise TypeError(f"rtx has no dtype for NumPy dtype {np_dtype!r}; "
+                        f"supported: {', '.join(d.name for d in ALL)}") from None
+
+
+def as_dtype(d) -> dtype:
+    """Accept an rtx dtype, a NumPy dtype, a Python type (float, int, bool, complex) or a name."""
+    if isinstance(d, dtype):
+        return d
+    if d is float:
+        return float64
+    if d is int:
+        return int64
+    if d is bool:
+        return bool_
+    if d is complex:
+        return complex128
+    if isinstance(d, str):
+        got = _BY_NAME.get(d) or ALIASES.get(d)
+        if got is None:
+            raise TypeError(f"unknown dtype name {d!r}")
+        return got
+    return from_numpy(d)
+
+
+# ---- default dtype -------------------------------------------------------------------------
+
+_default = [float32]
+
+
+def get_default_dtype() -> dtype:
+    return _default[0]
+
+
+def set_default_dtype(d) -> None:
+    d = as_dtype(d)
+    if not d.is_floating_point:
+        raise TypeError(f"set_default_dtype expects a floating point dtype, got {d}")
+    _default[0] = d
+
+
+def default_complex() -> dtype:
+    return complex128 if _default[0] is float64 else complex64
+
+
+# ---- promotion -----------------------------------------------------------------------------
+
+
+@functools.lru_cache(maxsize=None)
+def promote_types(a: dtype, b: dtype) -> dtype:
+    """torch.promote_types: the smallest dtype both values fit, by PyTorch's table."""
+    if a is b:
+        return a
+    ca, cb = a._category, b._category
+    if ca != cb:
+        hi, lo = (a, b) if ca > cb else (b, a)
+        if hi.is_complex and lo.is_floating_point:
+            return complex128 if lo is float64 or hi is complex128 else hi
+        return hi
+    if ca == 0:
+        return bool_
+    if ca == 2:
+        if {a, b} == {float16, bfloat16}:
+            return float32
+        return a if a.itemsize > b.itemsize else b
+    return from_numpy(np.promote_types(a.np, b.np))
+
+
+def _combine(higher, lower):
+    # torch's combine_categories: the higher-priority group wins unless the lower one is of a
+    # higher category (a float scalar with an int tensor gives a float).
+    if higher is None:
+        return lower
+    if lower is None:
+        return higher
+    if higher.is_complex:
+        return higher
+    if lower.is_complex:
+        return higher.to_complex() if higher.is_floating_point else lower
+    if higher.is_floating_point:
+        return higher
+    if higher is bool_ or lower.is_floating_point:
+        return promote_types(higher, lower)
+    return higher
+
+
+def result_type_of(dim_dtypes, zero_dim_dtypes, scalars) -> dtype:
+    """PyTorch's result_type over operands split into sized tensors, zero-dim tensors and
+    Python scalars (which count as the default dtype of their kind)."""
+    dim = zero = wrapped = None
+    for d in dim_dtypes:
+        dim = d if dim is None else promote_types(dim, d)
+    for d in zero_dim_dtypes:
+        zero = d if zero is None else promote_types(zero, d)
+    for s in scalars:
+        d = scalar_dtype(s)
+        wrapped = d if wrapped is None else promote_types(wrapped, d)
+    return _combine(dim, _combine(zero, wrapped))
+
+
+def scalar_dtype(s) -> dtype:
+    """The dtype a Python scalar takes when it is promoted with tensors."""
+    if isinstance(s, bool):
+        return bool_
+    if isinstance(s, int):
+        return int64
+    if isinstance(s, float):
+        return get_default_dtype()
+    if isinstance(s, complex):
+        return default_complex()
+    if isinstance(s, np.generic):
+        return from_numpy(s.dtype)
+    raise TypeError(f"expected a Python number, got {type(s).__name__}")
+
+
+def can_cast(from_: dtype, to: dtype) -> bool:
+    """torch.can_cast: whether in-place ops may write `from_` results into `to` tensors."""
+    return from_._category <= to._category

@@ -1,0 +1,2 @@
+"""{description}."""
+__version__ = "0.1.0"

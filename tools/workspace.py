@@ -1,0 +1,140 @@
+"""The workspace's one source of truth: which members exist and in which layer.
+
+Each member declares its layer in its own pyproject (``[tool.rtx] layer = "core"``);
+everything derived from that (the import-linter contract in the root pyproject, the
+meta-packages' dependency lists, the root dev group) is generated here, so nothing can drift.
+Used by tools/new-package, tools/sync-workspace, ci/release-matrix and the workspace tests.
+"""
+from __future__ import annotations
+
+import re
+import tomllib
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGES = ROOT / "packages"
+
+# Lowest first, as in DESIGN.md. A package imports only from its own layer or below.
+LAYERS = ["foundation", "core", "training", "production", "models", "specialized"]
+
+# Inside the foundation layer the order is stricter: the autograd engine never imports the
+# tensor, and the kernels and memory pool sit on the runtime alone. Lowest first.
+FOUNDATION_ORDER = [["rtx.runtime", "rtx.config"], ["rtx.memory", "rtx.kernel"],
+                    ["rtx.autograd"], ["rtx._tensor"]]
+
+# Meta-packages: name -> (description, the layers they bundle). A meta-package is generated
+# only once one of its own layers (the last one listed) has a member: until then it would be
+# an empty alias of a smaller bundle.
+META = {
+    "rtx": ("rtx: the whole framework, every package", LAYERS),
+    "rtx-core": ("rtx core: tensors, autograd, nn, optim, data", ["foundation", "core"]),
+    "rtx-training": ("rtx training stack: core plus attention, transformers, distributed, compression",
+                     ["foundation", "core", "training"]),
+    "rtx-inference-stack": ("rtx inference stack: core plus ONNX, inference runtime, serving",
+                            ["foundation", "core", "production"]),
+}
+
+# Each package's import name, where it differs from rtx.<name> (rtx-tensor owns the root).
+IMPORT_NAME = {"rtx-tensor": "rtx._tensor"}
+
+# Versions across the workspace: a sibling requires ">=X.Y,<X.(Y+1)" of what is in the tree
+# (0.x minor versions may break, as SemVer allows).
+
+
+def import_name(dist: str) -> str:
+    return IMPORT_NAME.get(dist, "rtx." + dist.removeprefix("rtx-").replace("-", "_"))
+
+
+def read_pyproject(path: Path) -> dict:
+    with open(path, "rb") as f:
+        return tomllib.load(f)
+
+
+def members() -> dict[str, dict]:
+    """dist name -> {'layer', 'version', 'path', 'deps' (rtx siblings), 'meta'}"""
+    out = {}
+    for pp in sorted(PACKAGES.glob("*/pyproject.toml")):
+        data = read_pyproject(pp)
+        project = data["project"]
+        rtx_table = data.get("tool", {}).get("rtx", {})
+        deps = [re.split(r"[\s<>=!~;\[]", d, maxsplit=1)[0] for d in project.get("dependencies", [])]
+        out[project["name"]] = {
+            "layer": rtx_table.get("layer", "meta"),
+            "version": project["version"],
+            "path": pp.parent,
+            "deps": [d for d in deps if d.startswith("rtx")],
+            "meta": rtx_table.get("layer") is None,
+        }
+    return out
+
+
+def by_layer(ms: dict | None = None) -> dict[str, list[str]]:
+    ms = members() if ms is None else ms
+    table = {layer: [] for layer in LAYERS}
+    for name, info in ms.items():
+        if not info["meta"]:
+            table[info["layer"]].append(name)
+    return table
+
+
+def compatible_range(version: str) -> str:
+    major, minor = (int(x) for x in version.split(".")[:2])
+    if major == 0:
+        return f">={major}.{minor},<0.{minor + 1}"
+    return f">={major}.{minor},<{major + 1}"
+
+
+def closure(name: str, ms: dict | None = None) -> set[str]:
+    """All rtx distributions that installing `name` brings in, itself included."""
+    ms = members() if ms is None else ms
+    seen, todo = set(), [name]
+    while todo:
+        n = todo.pop()
+        if n in seen:
+            continue
+        seen.add(n)
+        todo.extend(ms[n]["deps"])
+    return seen
+
+
+def meta_members(ms: dict | None = None) -> dict[str, list[str]]:
+    """meta-package -> the distributions it must depend on (generated, sorted)."""
+    ms = members() if ms is None else ms
+    table = by_layer(ms)
+    out = {}
+    for meta, (_, layers) in META.items():
+        if not table[layers[-1]] and meta != "rtx":
+            continue
+        out[meta] = sorted(n for layer in layers for n in table[layer])
+    return out
+
+
+def contract_text(ms: dict | None = None) -> str:
+    """The import-linter section of the root pyproject, generated from the layer table."""
+    table = by_layer(ms)
+    present = {import_name(n) for names in table.values() for n in names}
+    lines = ["[tool.importlinter]", 'root_packages = ["rtx"]', "include_external_packages = false", "",
+             "[[tool.importlinter.contracts]]", 'name = "Layers: a package imports only from its own layer or below"',
+             'type = "layers"', "layers = ["]
+    for layer in reversed(LAYERS):
+        mods = sorted(import_name(n) for n in table[layer])
+        if mods:
+            lines.append(f'    "{" : ".join(mods)}",  # {layer}')
+    lines.append("]")
+    foundation = [[m for m in tier if m in present] for tier in reversed(FOUNDATION_ORDER)]
+    foundation = [tier for tier in foundation if tier]
+    if len(foundation) > 1:
+        lines += ["", "[[tool.importlinter.contracts]]",
+                  'name = "Foundation: runtime < memory, kernel < autograd < tensor"',
+                  'type = "layers"', "layers = ["]
+        lines += [f'    "{" | ".join(tier)}",' for tier in foundation]
+        lines.append("]")
+    return "\n".join(lines) + "\n"
+
+
+BEGIN, END = "# BEGIN generated by tools/sync-workspace", "# END generated by tools/sync-workspace"
+
+
+def replace_block(text: str, block: str) -> str:
+    start, end = text.index(BEGIN), text.index(END)
+    return text[: start + len(BEGIN)] + "\n" + block + text[end:]
