@@ -77,6 +77,35 @@ def by_layer(ms: dict | None = None) -> dict[str, list[str]]:
     return table
 
 
+def modules_of(name: str, ms: dict | None = None) -> list[str]:
+    """The modules that installing `name` must make importable: its own, or for a meta-package
+    (which ships no code) those of every package it bundles."""
+    ms = members() if ms is None else ms
+    if not ms[name]["meta"]:
+        return [import_name(name)]
+    return sorted(import_name(n) for n in closure(name, ms) if not ms[n]["meta"])
+
+
+def readme_example(readme: Path) -> str | None:
+    """The first ```python block of a README: the example that the tests and the release matrix run."""
+    m = re.search(r"^```python[ \t]*\n(.*?)^```", readme.read_text(), re.S | re.M)
+    return m.group(1) if m else None
+
+
+def merge_sources(dest: Path) -> Path:
+    """Copy every member's src/rtx into dest/rtx, laid out as installed wheels are; returns dest.
+
+    import-linter (grimp) scans only the folders in the spec of `rtx`, and with uv's editable
+    installs that is rtx-tensor's src/rtx alone, so lint-imports run in the dev venv cannot see
+    the other packages. With PYTHONPATH=dest it scans the merged copy instead."""
+    import shutil
+
+    for src in sorted(PACKAGES.glob("*/src/rtx")):
+        shutil.copytree(src, dest / "rtx", dirs_exist_ok=True,
+                        ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    return dest
+
+
 def compatible_range(version: str) -> str:
     major, minor = (int(x) for x in version.split(".")[:2])
     if major == 0:

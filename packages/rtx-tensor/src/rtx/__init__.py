@@ -1,5 +1,65 @@
+"""rtx: a PyTorch-shaped deep-learning framework on NumPy (CPU) and CuPy (NVIDIA GPUs).
+
+`import rtx` gives the core API (tensors, ops, autograd, devices, dtypes, RNG); every other
+installed rtx-* package is reachable as an attribute, imported on first use (rtx.nn, rtx.optim).
+"""
 # rtx-tensor owns the root package; the other distributions' subpackages are found through
 # extend_path (from wheels) and uv's editable installs alike. See DESIGN.md.
 from pkgutil import extend_path
 
 __path__ = extend_path(__path__, __name__)
+
+import importlib as _importlib  # noqa: E402
+import sys as _sys  # noqa: E402
+
+from rtx._tensor.api import *  # noqa: E402,F403
+from rtx._tensor.api import __dict__ as _api  # noqa: E402
+from rtx._tensor import cuda  # noqa: E402
+from rtx.autograd import grad as _grad  # noqa: E402,F401
+
+__version__ = "0.1.0"
+_sys.modules.setdefault("rtx.cuda", cuda)
+from rtx._tensor import testing  # noqa: E402
+_sys.modules.setdefault("rtx.testing", testing)
+
+# Every subpackage DESIGN.md names, so a missing one gets a `pip install` hint.
+KNOWN_PACKAGES = (
+    "runtime", "memory", "kernel", "autograd", "config", "nn", "losses", "optim", "data", "preprocessing",
+    "graph", "flash_attn", "transformers", "distributed", "federated", "compress", "rl", "onnx", "inference",
+    "edge", "hub", "monitoring", "serving_api", "streaming", "vision", "nlg", "multimodal", "diffuse",
+    "classical", "geom", "science", "cfd", "etl", "feature_store", "auto", "utils", "amp",
+)
+
+
+def _dist(name):
+    return "rtx-" + name.replace("_", "-")
+
+
+def __getattr__(name):
+    if name.startswith("_"):
+        raise AttributeError(f"module 'rtx' has no attribute '{name}'")
+    if name in KNOWN_PACKAGES:
+        try:
+            return _importlib.import_module(f"rtx.{name}")
+        except ModuleNotFoundError as e:
+            if e.name != f"rtx.{name}":
+                raise
+            raise AttributeError(f"rtx.{name} is not installed: pip install {_dist(name)}") from None
+    raise AttributeError(f"module 'rtx' has no attribute '{name}'")
+
+
+class _MissingPackageHint:
+    """A last-resort finder: `import rtx.vision` without rtx-vision says what to install."""
+
+    @staticmethod
+    def find_spec(fullname, path=None, target=None):
+        parts = fullname.split(".")
+        if len(parts) == 2 and parts[0] == "rtx" and parts[1] in KNOWN_PACKAGES and parts[1] not in ("utils",):
+            raise ModuleNotFoundError(f"No module named '{fullname}': pip install {_dist(parts[1])}",
+                                      name=fullname)
+        return None
+
+
+if not any(isinstance(f, _MissingPackageHint) or getattr(f, "__name__", "") == "_MissingPackageHint"
+           for f in _sys.meta_path):
+    _sys.meta_path.append(_MissingPackageHint)

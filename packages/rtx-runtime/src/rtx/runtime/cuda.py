@@ -32,7 +32,7 @@ def current_device() -> int:
 
 
 def set_device(index) -> None:
-    from rtx.runtime.device import as_device
+    from rtx.runtime.devices import as_device
     d = as_device(index)
     import cupy
     cupy.cuda.runtime.setDevice(d.index)
@@ -45,7 +45,7 @@ def synchronize(device=None) -> None:
     if device is None:
         cupy.cuda.Device().synchronize()
     else:
-        from rtx.runtime.device import as_device
+        from rtx.runtime.devices import as_device
         cupy.cuda.Device(as_device(device).index).synchronize()
 
 

@@ -192,3 +192,8 @@ def scalar_dtype(s) -> dtype:
 def can_cast(from_: dtype, to: dtype) -> bool:
     """torch.can_cast: whether in-place ops may write `from_` results into `to` tensors."""
     return from_._category <= to._category
+
+
+# PyTorch's alias names as module attributes (rtx.half, rtx.long, ...).
+half, double, short, long = float16, float64, int16, int64
+cfloat, cdouble = complex64, complex128

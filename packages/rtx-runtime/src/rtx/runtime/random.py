@@ -9,7 +9,7 @@ import time
 
 import numpy as np
 
-from rtx.runtime.device import as_device, cupy
+from rtx.runtime.devices import as_device, cupy
 
 
 class Generator:

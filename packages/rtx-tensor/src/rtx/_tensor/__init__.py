@@ -1,2 +1,2 @@
-"""rtx tensor: the Tensor, its ops and their derivatives; provides import rtx."""
+"""rtx-tensor: the Tensor and its ops. Its public names are re-exported by the root `rtx`."""
 __version__ = "0.1.0"

@@ -1,0 +1,125 @@
+"""What the CUDA paths share: declaring kernels (compiled by CuPy on first use, then cached),
+the block reductions of the one-block-per-row kernels, and launch helpers.
+
+Nothing here imports CuPy until a kernel is first called on a CuPy array. Every CUDA source is
+also recorded in ELEMENTWISE and RAW, so a test can compile them all with nvcc on a machine
+without a GPU (tests/test_cuda_sources.py).
+"""
+from __future__ import annotations
+
+import functools
+from typing import NamedTuple
+
+import numpy as np
+from rtx.runtime.devices import cupy
+
+
+class ElementwiseSpec(NamedTuple):
+    in_params: str
+    out_params: str
+    operation: str
+    name: str
+    preamble: str
+
+
+class RawSpec(NamedTuple):
+    code: str
+    name_expressions: tuple[str, ...]
+
+
+ELEMENTWISE: dict[str, ElementwiseSpec] = {}
+RAW: dict[str, RawSpec] = {}
+
+
+def elementwise(name: str, in_params: str, out_params: str, operation: str, preamble: str = ""):
+    """Declare a cupy.ElementwiseKernel; returns a function that builds it on first call."""
+    spec = ElementwiseSpec(in_params, out_params, operation, name, preamble)
+    if ELEMENTWISE.setdefault(name, spec) is not spec:
+        raise ValueError(f"CUDA kernel {name!r} is declared twice")
+
+    @functools.cache
+    def get():
+        return cupy().ElementwiseKernel(*spec)
+    return get
+
+
+# Reductions over one row held by one thread block (blockDim.x a multiple of 32, at most 1024).
+# `shm` is a 32-element shared array; every thread gets the result.
+ROW_PRELUDE = r"""
+template <typename T> __device__ __forceinline__ T neg_inf();
+template <> __device__ __forceinline__ float neg_inf<float>() { return __int_as_float(0xff800000u); }
+template <> __device__ __forceinline__ double neg_inf<double>() {
+    return __longlong_as_double(0xfff0000000000000ull);
+}
+
+template <typename T> __device__ __forceinline__ T warp_sum(T v) {
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+
+template <typename T> __device__ __forceinline__ T warp_max(T v) {
+    for (int o = 16; o > 0; o >>= 1) v = fmax(v, __shfl_xor_sync(0xffffffffu, v, o));
+    return v;
+}
+
+template <typename T, bool IS_MAX> __device__ T block_reduce(T v, T* shm) {
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
+    v = IS_MAX ? warp_max(v) : warp_sum(v);
+    if (lane == 0) shm[warp] = v;
+    __syncthreads();
+    if (warp == 0) {
+        T w = lane < nwarps ? shm[lane] : (IS_MAX ? neg_inf<T>() : T(0));
+        w = IS_MAX ? warp_max(w) : warp_sum(w);
+        if (lane == 0) shm[0] = w;
+    }
+    __syncthreads();
+    const T r = shm[0];
+    __syncthreads();  // shm is reused by the next reduction
+    return r;
+}
+
+template <typename T> __device__ __forceinline__ T block_sum(T v, T* shm) { return block_reduce<T, false>(v, shm); }
+template <typename T> __device__ __forceinline__ T block_max(T v, T* shm) { return block_reduce<T, true>(v, shm); }
+"""
+
+
+def raw_module(name: str, code: str, kernels: tuple[str, ...]):
+    """Declare a module of row kernels (templates over float and double: each kernel name is
+    instantiated as name<float> and name<double>). Returns get(kernel_name, dtype) that
+    compiles the module on first use on each device."""
+    exprs = tuple(f"{k}<{t}>" for k in kernels for t in ("float", "double"))
+    spec = RawSpec(ROW_PRELUDE + code, exprs)
+    if RAW.setdefault(name, spec) is not spec:
+        raise ValueError(f"CUDA module {name!r} is declared twice")
+
+    @functools.cache
+    def module(device_id: int):
+        return cupy().RawModule(code=spec.code, options=("-std=c++17",), name_expressions=spec.name_expressions)
+
+    def get(kernel: str, dtype):
+        cp = cupy()
+        return module(cp.cuda.runtime.getDevice()).get_function(f"{kernel}<{CTYPE[np.dtype(dtype)]}>")
+    return get
+
+
+CTYPE = {np.dtype(np.float32): "float", np.dtype(np.float64): "double"}
+
+
+def row_kernel_ok(x, axes_from: int) -> bool:
+    """Whether the row kernels apply: float32/float64, C-contiguous, reducing the trailing
+    axes from `axes_from` on (rows of the flattened leading axes)."""
+    return x.dtype in CTYPE and x.flags.c_contiguous and x.size > 0 and axes_from >= 0
+
+
+def row_threads(n: int) -> int:
+    """Threads per block for rows of n elements: about 4 elements a thread, 32 to 1024."""
+    t = 32
+    while t < 1024 and t * 4 < n:
+        t *= 2
+    return t
+
+
+def launch_rows(kernel, rows: int, n: int, *args) -> None:
+    """One block per row. `args` are arrays and Python numbers; the row length n is passed last
+    as a 64-bit integer."""
+    kernel((rows,), (row_threads(n),), (*args, np.int64(n)))

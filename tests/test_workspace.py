@@ -1,0 +1,143 @@
+"""The workspace holds together: generated files match the layer table, the layer contract
+holds and catches a violation, every member has the standard shape, the scaffold works."""
+import ast
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tools"))
+import workspace as ws  # noqa: E402
+
+MEMBERS = ws.members()
+CODE_MEMBERS = sorted(n for n, m in MEMBERS.items() if not m["meta"])
+LINT_IMPORTS = Path(sys.executable).parent / "lint-imports"
+
+
+def run(cmd, **kw):
+    return subprocess.run([str(c) for c in cmd], capture_output=True, text=True, timeout=300, **kw)
+
+
+def test_generated_files_match_the_layer_table():
+    r = run([sys.executable, ROOT / "tools" / "sync-workspace", "--check"], cwd=ROOT)
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
+def lint_imports(tree: Path):
+    # The merged copy stands in for the editable installs, which grimp cannot see past
+    # rtx-tensor's folder (see workspace.merge_sources); the contract comes from the root pyproject.
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(tree), os.environ.get("PYTHONPATH")]))}
+    return run([LINT_IMPORTS, "--no-cache"], cwd=ROOT, env=env)
+
+
+def test_layer_contract_holds(tmp_path):
+    r = lint_imports(ws.merge_sources(tmp_path))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "broken" in r.stdout and "0 broken" in r.stdout, r.stdout
+
+
+def test_layer_contract_catches_an_upward_import(tmp_path):
+    tree = ws.merge_sources(tmp_path)
+    higher = "rtx.nn" if (tree / "rtx" / "nn").is_dir() else "rtx.autograd"
+    (tree / "rtx" / "runtime" / "_upward.py").write_text(f"import {higher}\n")
+    r = lint_imports(tree)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert f"rtx.runtime._upward -> {higher}" in r.stdout, r.stdout
+
+
+@pytest.mark.parametrize("name", sorted(MEMBERS))
+def test_member_has_the_standard_shape(name):
+    m, path = MEMBERS[name], MEMBERS[name]["path"]
+    assert path.name == name, f"packages/{path.name} holds distribution {name}: name the folder after it"
+    readme = path / "README.md"
+    assert readme.is_file(), f"{name} has no README.md"
+    assert ws.readme_example(readme), f"{name}'s README has no ```python example block"
+    tests = list((path / "tests").glob("test_*.py"))
+    assert tests, f"{name} has no tests/test_*.py"
+    if m["meta"]:
+        assert not (path / "src").exists(), f"meta-package {name} must ship no code"
+    else:
+        init = path / "src" / Path(*ws.import_name(name).split(".")) / "__init__.py"
+        assert init.is_file(), f"{name} must have {init.relative_to(path)}"
+        assert ws.read_pyproject(path / "pyproject.toml")["tool"]["hatch"]["build"]["targets"]["wheel"][
+            "packages"] == ["src/rtx"]
+        # Only rtx-tensor owns the root package (DESIGN.md: a second rtx/__init__.py breaks the rest).
+        assert (path / "src" / "rtx" / "__init__.py").exists() == (name == "rtx-tensor")
+
+
+def source_version(init: Path) -> str | None:
+    for node in ast.parse(init.read_text()).body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "__version__" for t in node.targets):
+            return ast.literal_eval(node.value)
+    return None
+
+
+@pytest.mark.parametrize("name", CODE_MEMBERS)
+def test_version_attribute_matches_pyproject(name):
+    init = MEMBERS[name]["path"] / "src" / Path(*ws.import_name(name).split(".")) / "__init__.py"
+    version = source_version(init)
+    if version is None:
+        pytest.skip(f"{ws.import_name(name)} defines no __version__")
+    assert version == MEMBERS[name]["version"]
+
+
+def test_readme_table_lists_every_member():
+    text = (ROOT / "README.md").read_text()
+    listed = set(re.findall(r"^\| `(rtx[\w-]*)` \|", text, re.M))
+    missing, extra = sorted(set(MEMBERS) - listed), sorted(listed - set(MEMBERS))
+    assert not missing, f"README.md's package table lacks {missing}"
+    assert not extra, f"README.md's package table lists {extra}, which are not members"
+
+
+def test_readme_quickstart_holds_the_ci_test_command():
+    # .ci/run runs the second line of this block: keep it the test command.
+    section = (ROOT / "README.md").read_text().split("## Quickstart", 1)[1]
+    block = re.search(r"```[^\n]*\n(.*?)```", section, re.S).group(1).splitlines()
+    assert len(block) == 2, block
+    assert block[1] == "uv run --locked --all-packages pytest"
+
+
+def test_new_package_scaffolds_into_contract_and_meta_package(tmp_path):
+    shutil.copytree(ROOT / "tools", tmp_path / "tools", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    for m in MEMBERS.values():
+        (tmp_path / "packages" / m["path"].name).mkdir(parents=True)
+        shutil.copy(m["path"] / "pyproject.toml", tmp_path / "packages" / m["path"].name / "pyproject.toml")
+
+    r = run([sys.executable, tmp_path / "tools" / "new-package", "demo-x", "models",
+             "--deps", "rtx-runtime", "--no-lock"], cwd=tmp_path)
+    assert r.returncode == 0, r.stdout + r.stderr
+    pkg = tmp_path / "packages" / "rtx-demo-x"
+    assert (pkg / "src" / "rtx" / "demo_x" / "__init__.py").is_file()
+    assert ws.readme_example(pkg / "README.md")
+    assert list((pkg / "tests").glob("test_*.py"))
+    project = ws.read_pyproject(pkg / "pyproject.toml")
+    assert project["tool"]["rtx"]["layer"] == "models"
+    runtime_range = ws.compatible_range(MEMBERS["rtx-runtime"]["version"])
+    assert project["project"]["dependencies"] == ["rtx-runtime" + runtime_range]
+
+    contract = ws.read_pyproject(tmp_path / "pyproject.toml")["tool"]["importlinter"]["contracts"][0]["layers"]
+    assert contract[0] == "rtx.demo_x", contract  # the highest layer present comes first
+    meta = ws.read_pyproject(tmp_path / "packages" / "rtx" / "pyproject.toml")["project"]["dependencies"]
+    assert any(d.startswith("rtx-demo-x>=") for d in meta), meta
+    check = run([sys.executable, tmp_path / "tools" / "sync-workspace", "--check"], cwd=tmp_path)
+    assert check.returncode == 0, check.stdout
+
+    again = run([sys.executable, tmp_path / "tools" / "new-package", "demo-x", "models", "--no-lock"], cwd=tmp_path)
+    assert again.returncode != 0 and "already exists" in again.stderr
+
+
+def test_no_rtx_name_resolves_on_the_public_index():
+    # An unrelated `rtx` lives on PyPI: every rtx* name in the lock must be a workspace member.
+    with open(ROOT / "uv.lock", "rb") as f:
+        lock = tomllib.load(f)
+    strays = [(p["name"], p["source"]) for p in lock["package"]
+              if (p["name"] == "rtx" or p["name"].startswith("rtx-")) and "virtual" not in p["source"]
+              if p["name"] not in MEMBERS or "editable" not in p["source"]]
+    assert not strays, f"rtx* packages not taken from the workspace: {strays}"
