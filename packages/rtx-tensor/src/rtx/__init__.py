@@ -19,8 +19,7 @@ from rtx.autograd import grad as _grad  # noqa: E402,F401
 
 __version__ = "0.1.0"
 _sys.modules.setdefault("rtx.cuda", cuda)
-from rtx._tensor import testing  # noqa: E402
-_sys.modules.setdefault("rtx.testing", testing)
+
 
 # Every subpackage DESIGN.md names, so a missing one gets a `pip install` hint.
 KNOWN_PACKAGES = (
@@ -36,6 +35,8 @@ def _dist(name):
 
 
 def __getattr__(name):
+    if name == "testing":  # rtx/testing.py, loaded on first use (dataclasses and inspect are slow to import)
+        return _importlib.import_module("rtx.testing")
     if name.startswith("_"):
         raise AttributeError(f"module 'rtx' has no attribute '{name}'")
     if name in KNOWN_PACKAGES:

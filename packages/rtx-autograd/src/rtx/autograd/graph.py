@@ -292,7 +292,7 @@ def _accumulate(acc, grad, create_graph, assigned):
 def _call_with_anomaly(node, grads):
     out = _call_backward(node, grads)
     for i, g in enumerate(out):
-        if g is not None and g.is_floating_point() and bool(g.isnan().any()):
+        if g is not None and g.is_floating_point() and bool((g._data != g._data).any()):  # NaN != NaN
             trace = "".join(node._anomaly_trace or ["(no forward trace recorded)\n"])
             raise RuntimeError(f"Function '{node.name()}' returned nan values in its {i}th output.\n"
                                f"The forward call that created it:\n{trace}")

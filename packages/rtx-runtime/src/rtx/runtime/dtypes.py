@@ -6,23 +6,32 @@ from __future__ import annotations
 
 import functools
 
-import ml_dtypes
 import numpy as np
 
 
 class dtype:
     """A tensor element type, compared by identity like torch.dtype."""
 
-    __slots__ = ("name", "np", "is_floating_point", "is_complex", "is_signed", "itemsize", "_category")
+    __slots__ = ("name", "_np", "is_floating_point", "is_complex", "is_signed", "itemsize", "_category")
 
-    def __init__(self, name: str, np_dtype, category: int):
+    def __init__(self, name: str, np_dtype, category: int, itemsize: int = 0):
         self.name = name
-        self.np = np.dtype(np_dtype)
+        self._np = None if np_dtype is None else np.dtype(np_dtype)
         self._category = category  # 0 bool, 1 integral, 2 floating, 3 complex
         self.is_floating_point = category == 2
         self.is_complex = category == 3
         self.is_signed = name not in ("bool", "uint8", "uint16", "uint32", "uint64")
-        self.itemsize = self.np.itemsize
+        self.itemsize = self._np.itemsize if self._np is not None else itemsize
+
+    @property
+    def np(self):
+        """The NumPy dtype. bfloat16's comes from ml_dtypes, whose import costs about a second,
+        so it is loaded on first use of bfloat16, not with rtx."""
+        if self._np is None:
+            import ml_dtypes
+            self._np = np.dtype(ml_dtypes.bfloat16)
+            _BY_NP[self._np] = self
+        return self._np
 
     def __repr__(self):
         return f"rtx.{self.name}"
@@ -47,7 +56,7 @@ int16 = dtype("int16", np.int16, 1)
 int32 = dtype("int32", np.int32, 1)
 int64 = dtype("int64", np.int64, 1)
 float16 = dtype("float16", np.float16, 2)
-bfloat16 = dtype("bfloat16", ml_dtypes.bfloat16, 2)
+bfloat16 = dtype("bfloat16", None, 2, itemsize=2)
 float32 = dtype("float32", np.float32, 2)
 float64 = dtype("float64", np.float64, 2)
 complex64 = dtype("complex64", np.complex64, 3)
@@ -59,7 +68,17 @@ _BY_NAME = {d.name: d for d in ALL}
 # PyTorch's aliases.
 ALIASES = {"half": float16, "float": float32, "double": float64, "short": int16, "int": int32,
            "long": int64, "cfloat": complex64, "cdouble": complex128, "bool": bool_}
-_BY_NP = {d.np: d for d in ALL}
+_BY_NP = {d._np: d for d in ALL if d._np is not None}
+
+
+def is_bfloat16(np_dtype) -> bool:
+    """Without importing ml_dtypes: its bfloat16 is a NumPy dtype of kind 'V' named bfloat16."""
+    return np_dtype.kind == "V" and np_dtype.name == "bfloat16"
+
+
+def is_float(np_dtype) -> bool:
+    """Floating point or complex, bfloat16 included."""
+    return np_dtype.kind in "fc" or is_bfloat16(np_dtype)
 
 
 def from_name(name: str) -> dtype:
@@ -73,7 +92,10 @@ def from_numpy(np_dtype) -> dtype:
     except KeyError:
         pass
     try:
-        return _BY_NP[np.dtype(np_dtype)]
+        npd = np.dtype(np_dtype)
+        if is_bfloat16(npd):
+            return bfloat16 if bfloat16.np == npd else _BY_NP[npd]
+        return _BY_NP[npd]
     except (KeyError, TypeError):
         raise TypeError(f"rtx has no dtype for NumPy dtype {np_dtype!r}; "
                         f"supported: {', '.join(d.name for d in ALL)}") from None

@@ -67,9 +67,18 @@ class Primitive(graph.Node):
     @classmethod
     def _apply_with_graph(cls, inputs, attrs):
         ctx = cls.__new__(cls)
-        needs = tuple(type(t) is Tensor and t.requires_grad for t in inputs)
-        ctx.needs_input_grad = needs
-        ctx.next_edges = tuple(graph.edge_of(t) if n else None for t, n in zip(inputs, needs))
+        needs = []
+        edges = []
+        for t in inputs:
+            if type(t) is Tensor and t.requires_grad:
+                needs.append(True)
+                fn = t.grad_fn
+                edges.append((fn, t._output_nr) if fn is not None else graph.edge_of(t))
+            else:
+                needs.append(False)
+                edges.append(None)
+        ctx.needs_input_grad = tuple(needs)
+        ctx.next_edges = tuple(edges)
         if graph._anomaly[0]:
             ctx._anomaly_trace = traceback.format_stack()[:-2]
         out = cls.forward(ctx, *inputs, **attrs)

@@ -100,7 +100,8 @@ class Tensor:
         return d.ctypes.data if type(d) is np.ndarray else d.data.ptr
 
     def is_floating_point(self):
-        return self._data.dtype.kind == "f" or self._data.dtype == _dt.bfloat16.np
+        d = self._data.dtype
+        return d.kind == "f" or _dt.is_bfloat16(d)
 
     def is_complex(self):
         return self._data.dtype.kind == "c"
@@ -237,12 +238,12 @@ class Tensor:
     def item(self):
         if self._data.size != 1:
             raise RuntimeError(f"a Tensor with {self._data.size} elements cannot be converted to Scalar")
-        return self._data.reshape(()).item() if self._data.dtype != _dt.bfloat16.np \
+        return self._data.reshape(()).item() if not _dt.is_bfloat16(self._data.dtype) \
             else float(self._data.reshape(()))
 
     def tolist(self):
         d = self._data if type(self._data) is np.ndarray else self._data.get()
-        if d.dtype == _dt.bfloat16.np:
+        if _dt.is_bfloat16(d.dtype):
             d = d.astype(np.float32)
         return d.tolist()
 

@@ -1,0 +1,66 @@
+#!/usr/bin/env python3
+"""Tensor-core benchmarks (issue: tensor core): per-op overhead, a small autograd chain,
+BLAS-bound matmul against NumPy itself, and import time.
+
+    .venv/bin/python tools/bench/core.py --torch-python /path/to/torch-venv/bin/python
+"""
+import os
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _harness import best_of, main  # noqa: E402
+
+
+def add16(lib):
+    a, b = lib.randn(16), lib.randn(16)
+    return best_of(lambda: a + b)
+
+
+def chain10(lib):
+    x = lib.randn(16, requires_grad=True)
+    w = lib.randn(16, requires_grad=True)
+
+    def run():
+        y = x
+        for _ in range(5):
+            y = y * w
+            y = y + 1.0
+        y.sum().backward()
+    return best_of(run)
+
+
+def matmul1024(lib):
+    a, b = lib.randn(1024, 1024), lib.randn(1024, 1024)
+    return best_of(lambda: a @ b, repeat=5)
+
+
+def numpy_matmul1024(lib):
+    import numpy as np
+    a = np.random.standard_normal((1024, 1024)).astype(np.float32)
+    b = np.random.standard_normal((1024, 1024)).astype(np.float32)
+    return best_of(lambda: a @ b, repeat=5)
+
+
+def import_time(lib):
+    name = lib.__name__
+    times = []
+    for _ in range(5):
+        t0 = time.perf_counter()
+        subprocess.run([sys.executable, "-c", f"import {name}"], check=True)
+        times.append(time.perf_counter() - t0)
+    base = []
+    for _ in range(5):
+        t0 = time.perf_counter()
+        subprocess.run([sys.executable, "-c", "pass"], check=True)
+        base.append(time.perf_counter() - t0)
+    return min(times) - min(base)
+
+
+WORKLOADS = {"a + b (16 floats)": add16, "10-op chain fwd+bwd (16 floats)": chain10,
+             "matmul f32 1024^2": matmul1024, "numpy's own matmul f32 1024^2": numpy_matmul1024,
+             "import time (s, minus bare python)": import_time}
+
+if __name__ == "__main__":
+    main(WORKLOADS, __doc__)
