@@ -9,16 +9,20 @@ from pkgutil import extend_path
 
 __path__ = extend_path(__path__, __name__)
 
+import builtins as _builtins  # noqa: E402  (rtx.any/all/max/min/sum shadow the builtins here)
 import importlib as _importlib  # noqa: E402
 import sys as _sys  # noqa: E402
 
 from rtx._tensor.api import *  # noqa: E402,F403
 from rtx._tensor.api import __dict__ as _api  # noqa: E402
 from rtx._tensor import cuda  # noqa: E402
+from rtx._tensor import linalg, serialization  # noqa: E402
 from rtx.autograd import grad as _grad  # noqa: E402,F401
 
 __version__ = "0.1.0"
 _sys.modules.setdefault("rtx.cuda", cuda)
+_sys.modules.setdefault("rtx.linalg", linalg)
+_sys.modules.setdefault("rtx.serialization", serialization)
 
 
 # Every subpackage DESIGN.md names, so a missing one gets a `pip install` hint.
@@ -37,6 +41,13 @@ def _dist(name):
 def __getattr__(name):
     if name == "testing":  # rtx/testing.py, loaded on first use (dataclasses and inspect are slow to import)
         return _importlib.import_module("rtx.testing")
+    if name == "autocast":  # torch.autocast is torch.amp.autocast; rtx.amp ships with rtx-optim
+        try:
+            return _importlib.import_module("rtx.amp").autocast
+        except ModuleNotFoundError as e:
+            if e.name != "rtx.amp":
+                raise
+            raise AttributeError("rtx.autocast needs rtx.amp: pip install rtx-optim") from None
     if name.startswith("_"):
         raise AttributeError(f"module 'rtx' has no attribute '{name}'")
     if name in KNOWN_PACKAGES:
@@ -61,6 +72,6 @@ class _MissingPackageHint:
         return None
 
 
-if not any(isinstance(f, _MissingPackageHint) or getattr(f, "__name__", "") == "_MissingPackageHint"
+if not _builtins.any(isinstance(f, _MissingPackageHint) or getattr(f, "__name__", "") == "_MissingPackageHint"
            for f in _sys.meta_path):
     _sys.meta_path.append(_MissingPackageHint)

@@ -105,10 +105,13 @@ def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=
 
     def vjp_fn(*args):
         xs, gs = args[:n_in], args[n_in:]
-        outs = _as_tuple(func(*xs))
-        pairs = [(o, g) for o, g in zip(outs, gs) if o.requires_grad]
-        grads = _grad([o for o, _ in pairs], [xs[i] for i in diff], [g for _, g in pairs],
-                      create_graph=True, allow_unused=True)
+        # gradcheck evaluates this under no_grad for the finite differences: the vjp itself
+        # still needs a graph, or it is empty and nothing gets compared.
+        with enable_grad():
+            outs = _as_tuple(func(*xs))
+            pairs = [(o, g) for o, g in zip(outs, gs) if o.requires_grad]
+            grads = _grad([o for o, _ in pairs], [xs[i] for i in diff], [g for _, g in pairs],
+                          create_graph=True, allow_unused=True)
         return tuple(g for g in grads if g is not None)
 
     return gradcheck(vjp_fn, inputs + grad_outputs, eps=eps, atol=atol, rtol=rtol,

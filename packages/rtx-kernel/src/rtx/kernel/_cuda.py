@@ -11,6 +11,7 @@ import functools
 from typing import NamedTuple
 
 import numpy as np
+
 from rtx.runtime.devices import cupy
 
 
@@ -22,24 +23,53 @@ class ElementwiseSpec(NamedTuple):
     preamble: str
 
 
+class ReductionSpec(NamedTuple):
+    in_params: str
+    out_params: str
+    map_expr: str
+    reduce_expr: str
+    post_map_expr: str
+    identity: str
+    name: str
+    reduce_type: str
+
+
 class RawSpec(NamedTuple):
     code: str
     name_expressions: tuple[str, ...]
 
 
 ELEMENTWISE: dict[str, ElementwiseSpec] = {}
+REDUCTION: dict[str, ReductionSpec] = {}
 RAW: dict[str, RawSpec] = {}
+
+
+def _declare(table: dict, name: str, spec) -> None:
+    if table.setdefault(name, spec) is not spec:
+        raise ValueError(f"CUDA kernel {name!r} is declared twice")
 
 
 def elementwise(name: str, in_params: str, out_params: str, operation: str, preamble: str = ""):
     """Declare a cupy.ElementwiseKernel; returns a function that builds it on first call."""
     spec = ElementwiseSpec(in_params, out_params, operation, name, preamble)
-    if ELEMENTWISE.setdefault(name, spec) is not spec:
-        raise ValueError(f"CUDA kernel {name!r} is declared twice")
+    _declare(ELEMENTWISE, name, spec)
 
     @functools.cache
     def get():
         return cupy().ElementwiseKernel(*spec)
+    return get
+
+
+def reduction(name: str, in_params: str, out_params: str, map_expr: str, reduce_expr: str, post_map_expr: str,
+              identity: str, reduce_type: str = "T"):
+    """Declare a cupy.ReductionKernel; returns a function that builds it on first call."""
+    spec = ReductionSpec(in_params, out_params, map_expr, reduce_expr, post_map_expr, identity, name, reduce_type)
+    _declare(REDUCTION, name, spec)
+
+    @functools.cache
+    def get():
+        return cupy().ReductionKernel(in_params, out_params, map_expr, reduce_expr, post_map_expr, identity,
+                                      name, reduce_type=reduce_type)
     return get
 
 
@@ -89,8 +119,7 @@ def raw_module(name: str, code: str, kernels: tuple[str, ...]):
     compiles the module on first use on each device."""
     exprs = tuple(f"{k}<{t}>" for k in kernels for t in ("float", "double"))
     spec = RawSpec(ROW_PRELUDE + code, exprs)
-    if RAW.setdefault(name, spec) is not spec:
-        raise ValueError(f"CUDA module {name!r} is declared twice")
+    _declare(RAW, name, spec)
 
     @functools.cache
     def module(device_id: int):

@@ -9,13 +9,18 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
 import numpy as np
+
 from rtx.runtime import array_module
-from rtx.runtime.dtypes import bfloat16, float16
+from rtx.runtime.dtypes import is_bfloat16
 
 # Kernels compute in float32 or float64. Half-precision inputs are computed in float32 and the
 # results cast back (as PyTorch accumulates half in float): the CPU has no fast half math, and
 # one float32 copy is cheaper than a second set of CUDA kernels.
-_HALF = (float16.np, bfloat16.np)
+
+
+def _is_half(a) -> bool:
+    dtype = getattr(a, "dtype", None)
+    return dtype is not None and (dtype == np.float16 or is_bfloat16(dtype))
 
 TOLERANCES = {np.dtype(np.float32): (2e-5, 2e-6), np.dtype(np.float64): (1e-12, 1e-13)}
 
@@ -60,13 +65,13 @@ class Kernel:
             raise TypeError(f"rtx.kernel.{self.name} expects a numpy.ndarray or cupy.ndarray, "
                             f"got {type(first).__name__}") from None
         impl = self.cpu if on_cpu else self.cuda
-        if any(getattr(a, "dtype", None) in _HALF for a in (*args, *kwargs.values())):
+        if any(_is_half(a) for a in (*args, *kwargs.values())):
             return self._in_float32(impl, args, kwargs)
         return impl(*args, **kwargs)
 
     def _in_float32(self, impl, args, kwargs):
         def up(a):
-            return a.astype(np.float32) if getattr(a, "dtype", None) in _HALF else a
+            return a.astype(np.float32) if _is_half(a) else a
         up_args, up_kwargs = tuple(up(a) for a in args), {k: up(v) for k, v in kwargs.items()}
         result = impl(*up_args, **up_kwargs)
         for key in self.mutates:  # write the float32 state back into the caller's arrays

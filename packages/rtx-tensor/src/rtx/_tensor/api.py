@@ -1,9 +1,10 @@
 """Everything `import rtx` exposes at the top level, PyTorch's names."""
 # ruff: noqa: F401
 from rtx._tensor import methods as _methods  # attaches ops to Tensor
-from rtx._tensor.ops.arith import (add, atan2, arctan2, div, divide, float_power, floor_divide, fmax, fmin, fmod,
-                                   lerp, maximum, minimum, mul, multiply, pow, remainder, rsub, sub, subtract,
-                                   true_divide)
+from rtx._tensor.ops.arith import (add, addcdiv, addcmul, atan2, arctan2, copysign, div, divide, float_power,
+                                   floor_divide, fmax, fmin, fmod, heaviside, hypot, lerp, logaddexp, logaddexp2,
+                                   maximum, minimum, mul, multiply, pow, remainder, rsub, sub, subtract, true_divide,
+                                   where, xlogy)
 from rtx._tensor.ops.index import *  # noqa: F403
 from rtx._tensor.ops.linalg_ops import *  # noqa: F403
 from rtx._tensor.ops.sort import *  # noqa: F403
@@ -18,14 +19,21 @@ from rtx._tensor.ops.creation import (arange, as_tensor, asarray, bernoulli, emp
                                       ones_like, rand, rand_like, randint, randint_like, randn, randn_like,
                                       randperm, tensor, tril_indices, triu_indices, zeros, zeros_like)
 from rtx._tensor.ops.matmul import addmm, addmv, baddbmm, bmm, dot, ger, inner, matmul, mm, mv, outer, vdot
-from rtx._tensor.ops.reduce import mean, sum
-from rtx._tensor.ops.shape import (broadcast_shapes, broadcast_tensors, broadcast_to, cat, clone, concat,
-                                   concatenate, flatten, movedim, moveaxis, narrow, permute, ravel, reshape,
-                                   squeeze, stack, swapaxes, swapdims, t, transpose, unflatten, unsqueeze)
+from rtx._tensor.ops.reduce import (all, amax, amin, aminmax, any, argmax, argmin, count_nonzero, cummax, cummin,
+                                    cumprod, cumsum, logsumexp, max, mean, median, min, mode, nanmean, nanmedian,
+                                    nansum, norm, prod, std, std_mean, sum, var, var_mean)
+from rtx._tensor.ops.shape import (atleast_1d, atleast_2d, atleast_3d, broadcast_shapes, broadcast_tensors,
+                                   broadcast_to, cat, chunk, clone, column_stack, concat, concatenate, diag,
+                                   diag_embed, diagonal, dsplit, dstack, flatten, flip, fliplr, flipud, hsplit,
+                                   hstack, meshgrid, movedim, moveaxis, narrow, permute, ravel, reshape, roll, rot90,
+                                   row_stack, select, split, squeeze, stack, swapaxes, swapdims, t, tensor_split,
+                                   tile, transpose, tril, triu, unbind, unflatten, unsqueeze, vsplit, vstack)
 from rtx._tensor.ops.unary import OPS as _UNARY
-from rtx._tensor.ops.unary import (absolute, arccos, arccosh, arcsin, arcsinh, arctan, arctanh, clamp, clamp_max,
-                                   clamp_min, clip, fix, negative, round)
+from rtx._tensor.ops.unary import (absolute, angle, arccos, arccosh, arcsin, arcsinh, arctan, arctanh, clamp,
+                                   clamp_max, clamp_min, clip, conj, conj_physical, fix, imag, negative, real,
+                                   resolve_conj, resolve_neg, round)
 from rtx._tensor.printing import set_printoptions
+from rtx._tensor.serialization import load, save
 from rtx._tensor.tensor import Size, Tensor
 from rtx.autograd import enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled, no_grad, \
     set_grad_enabled

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from rtx._tensor.ops import (arith, compare, convert, creation, index, inplace, linalg_ops, matmul, reduce, shape,
                              sort, unary)
+from rtx._tensor import fastpath
 from rtx._tensor.tensor import Tensor
 
 # Each op module lists the functions that are also Tensor methods in METHODS.
@@ -23,6 +24,11 @@ def attach():
     for module in _MODULES:
         for name in module.METHODS:
             setattr(Tensor, name, getattr(module, name))
+    # Attributes whose Tensor form differs from the function (properties such as .real, methods
+    # with another signature such as x.where(cond, y)); set last, so they win over METHODS.
+    for module in _MODULES:
+        for name, attr in getattr(module, "TENSOR_ATTRS", {}).items():
+            setattr(Tensor, name, attr)
 
 
 def _lerp_(self, end, weight):
@@ -125,3 +131,4 @@ def _logical_or_bitwise(a, b, op):
 
 
 _install()
+fastpath.install()

@@ -23,6 +23,12 @@ def set_printoptions(precision=None, threshold=None, edgeitems=None, linewidth=N
 
 
 def tensor_repr(t) -> str:
+    if t.__dict__.get("_is_param"):
+        return "Parameter containing:\n" + _repr(t)
+    return _repr(t)
+
+
+def _repr(t) -> str:
     a = t.__array__()
     default_float = _dt.get_default_dtype()
     dtype = t.dtype

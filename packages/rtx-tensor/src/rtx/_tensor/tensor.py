@@ -296,7 +296,12 @@ class Tensor:
         return object.__format__(self, spec)
 
     def __dlpack__(self, stream=None, **kwargs):
-        return self._data.__dlpack__(**({} if stream is None else {"stream": stream}))
+        if self.requires_grad:
+            raise RuntimeError("Can't export tensors that require gradient, use tensor.detach()")
+        # max_version / dl_device / copy go through: without max_version NumPy imports read-only
+        if stream is not None:
+            kwargs["stream"] = stream
+        return self._data.__dlpack__(**kwargs)
 
     def __dlpack_device__(self):
         return self._data.__dlpack_device__()

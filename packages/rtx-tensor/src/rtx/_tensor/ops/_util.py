@@ -35,7 +35,7 @@ class Cast(Primitive):
     @staticmethod
     def backward(ctx, grad):
         src = ctx.src
-        if src.kind not in "fc" and src != _dt.bfloat16.np:
+        if not _dt.is_float(src):
             return None
         if src.kind != "c" and grad._data.dtype.kind == "c":
             grad = grad.real
@@ -142,4 +142,4 @@ def dev_of(t):
 
 
 def is_float_array(a):
-    return a.dtype.kind in "fc" or a.dtype == _dt.bfloat16.np
+    return _dt.is_float(a.dtype)

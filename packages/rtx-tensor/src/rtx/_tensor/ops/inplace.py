@@ -49,14 +49,36 @@ def write_result(self, result):
             result = cast(result, sd)
         if result._data.shape != self._data.shape:
             result = result.expand(self._data.shape)
-        self._data[...] = result._data
+        _assign(self._data, Ellipsis, result._data)
         self.grad_fn = result.grad_fn
         self._output_nr = result._output_nr
         self.requires_grad = True
     else:
-        self._data[...] = result._data
+        _assign(self._data, Ellipsis, result._data)
     self._vc[0] += 1
     return self
+
+
+_OVERLAP = ("unsupported operation: more than one element of the written-to tensor refers to a single memory "
+            "location. Please clone() the tensor before performing the operation.")
+
+
+def _assign(arr, index, value):
+    """arr[index] = value, with PyTorch's errors for what NumPy refuses."""
+    try:
+        arr[index] = value
+    except ValueError as e:
+        msg = str(e)
+        if "read-only" in msg:
+            raise RuntimeError(_OVERLAP) from None
+        if "broadcast" in msg:
+            vs = list(getattr(value, "shape", ()))
+            raise RuntimeError(f"shape mismatch: value tensor of shape {vs} cannot be broadcast to indexing result "
+                               f"({msg})") from None
+        raise
+    except IndexError as e:
+        raise IndexError(f"{str(e).replace('axis', 'dimension')} (assigning into a tensor of shape "
+                         f"{list(arr.shape)})") from None
 
 
 def inplace_binary(fn, ufunc=None):
@@ -100,7 +122,7 @@ def copy_(self, src, non_blocking=False):
         moved = expand(cast(src, self._data.dtype), tuple(self.shape)) * 1
         return write_result(self, moved)
     self._check_inplace()
-    self._data[...] = src._data
+    _assign(self._data, Ellipsis, src._data)
     self._vc[0] += 1
     return self
 
@@ -112,7 +134,7 @@ def fill_(self, value):
                                f"{value.ndim} dimensions.")
         value = value.item()
     self._check_inplace()
-    self._data.fill(value)
+    _assign(self._data, Ellipsis, value)
     self._vc[0] += 1
     return self
 
@@ -138,7 +160,7 @@ class SetItem(Primitive):
         ctx.index = index
         ctx.v_shape = v._data.shape if type(v) is Tensor else ()
         out = a._data.copy()
-        out[index] = data(v)
+        _assign(out, index, data(v))
         return out
 
     @staticmethod
@@ -148,7 +170,12 @@ class SetItem(Primitive):
         rv = None
         if gv:
             g = grad[ctx.index]
-            rv = sum_to(g, ctx.v_shape) if tuple(g.shape) != tuple(ctx.v_shape) else g
+            shape = tuple(ctx.v_shape)
+            if tuple(g.shape) != shape:
+                # The value broadcast to the indexed region (leading 1s of the value are dropped).
+                lead = len(shape) - g.ndim
+                g = sum_to(g, shape[lead:]).reshape(shape) if lead > 0 else sum_to(g, shape)
+            rv = g
         return ra, rv
 
 
@@ -180,8 +207,5 @@ def setitem(self, index, value):
         write_result(self, SetItem.apply(_old_self(self), value, index=idx))
         return
     self._check_inplace()
-    try:
-        self._data[idx] = data(value)
-    except (ValueError, IndexError) as e:
-        raise type(e)(f"{e} (assigning into a tensor of shape {tuple(self.shape)})") from None
+    _assign(self._data, idx, data(value))
     self._vc[0] += 1

@@ -2,8 +2,6 @@
 One BLAS call per product: NumPy's matmul goes straight to OpenBLAS/cuBLAS."""
 from __future__ import annotations
 
-import numpy as np
-
 from rtx._tensor.function import Primitive
 from rtx._tensor.ops._util import check_same_device, sum_to
 from rtx._tensor.tensor import Tensor
@@ -13,7 +11,9 @@ class MatMul(Primitive):
     @staticmethod
     def forward(ctx, a, b):
         ctx.save_for_backward(a, b)
-        return a._data @ b._data
+        out = a._data @ b._data
+        # bfloat16 @ bfloat16 comes back float32 from ml_dtypes; PyTorch keeps the input dtype.
+        return out if out.dtype == a._data.dtype else out.astype(a._data.dtype)
 
     @staticmethod
     def backward(ctx, grad):
@@ -108,8 +108,32 @@ def dot(input, other, *, out=None):
     return matmul(input, other, out=out)
 
 
-inner = dot
-vdot = dot
+def inner(input, other, *, out=None):
+    """Sum over the last dims: result shape input.shape[:-1] + other.shape[:-1]; scalars multiply."""
+    if input.ndim == 0 or other.ndim == 0:
+        return _outp(input * other, out)
+    if input.shape[-1] != other.shape[-1]:
+        raise RuntimeError(f"inner() the last dimension must match on both input tensors but got shapes "
+                           f"{list(input.shape)} and {list(other.shape)}")
+    if input.ndim == 1 and other.ndim == 1:
+        return dot(input, other, out=out)
+    k = input.shape[-1]
+    res = matmul(input.reshape(-1, k), other.reshape(-1, k).mT)
+    return _outp(res.reshape(tuple(input.shape[:-1]) + tuple(other.shape[:-1])), out)
+
+
+def vdot(input, other, *, out=None):
+    """dot with the first argument conjugated (the same as dot for real tensors)."""
+    if input.is_complex():
+        input = input.conj()
+    return dot(input, other, out=out)
+
+
+def _outp(result, out):
+    if out is not None:
+        out.copy_(result)
+        return out
+    return result
 
 
 def outer(input, vec2):

@@ -1,0 +1,37 @@
+"""softmax / log_softmax stability on large inputs and masked (-inf) entries."""
+import numpy as np
+import pytest
+
+import rtx.kernel as K
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("impl", ["reference", "cpu"])
+def test_large_inputs_neither_overflow_nor_lose_their_differences(dtype, impl):
+    softmax, log_softmax = getattr(K.softmax, impl), getattr(K.log_softmax, impl)
+    small = np.array([[0.0, 1.0, 2.0], [-3.0, 0.5, 0.25]], dtype=dtype)
+    for shift in (1e3, -1e3, 8e4):
+        big = small + dtype(shift)
+        np.testing.assert_allclose(softmax(big), softmax(small), rtol=1e-5 if dtype == np.float32 else 1e-12)
+        np.testing.assert_allclose(log_softmax(big), log_softmax(small),
+                                   rtol=1e-5 if dtype == np.float32 else 1e-12)
+    x = (np.random.default_rng(0).standard_normal((16, 64)) * 1e4).astype(dtype)
+    y = softmax(x)
+    assert np.isfinite(y).all() and np.isfinite(log_softmax(x)).all()
+    np.testing.assert_allclose(y.sum(-1), 1, rtol=1e-5 if dtype == np.float32 else 1e-12)
+
+
+@pytest.mark.parametrize("impl", ["reference", "cpu"])
+def test_masked_entries(impl):
+    x = np.array([[0.0, -np.inf, 0.0], [5.0, -np.inf, -np.inf]])
+    np.testing.assert_array_equal(getattr(K.softmax, impl)(x), [[0.5, 0.0, 0.5], [1.0, 0.0, 0.0]])
+    np.testing.assert_allclose(getattr(K.log_softmax, impl)(x),
+                               [[-np.log(2), -np.inf, -np.log(2)], [0, -np.inf, -np.inf]])
+
+
+def test_other_axes_and_dtypes_are_preserved():
+    x = np.random.default_rng(1).standard_normal((3, 4, 5)).astype(np.float32)
+    for axis in (0, 1, 2, -1, -2):
+        y = K.softmax(x, axis)
+        assert y.dtype == np.float32 and y.shape == x.shape
+        np.testing.assert_allclose(y.sum(axis), 1, rtol=1e-6)

@@ -1,0 +1,531 @@
+"""Activation functions, as torch.nn.functional: relu ... softmax.
+
+Each pointwise activation is one Primitive: the forward on arrays (one pass, no graph nodes
+for the intermediate steps) and the derivative written in Tensor ops of the input x (or the
+output y) and the incoming gradient g, so double backward works. Derivatives at the kinks
+follow PyTorch (relu'(0) = 0, hardtanh' is 0 at the bounds, leaky_relu'(0) = slope, ...).
+gelu, softmax and log_softmax run rtx.kernel's fused kernels; their backward passes use the
+fused backward kernels when no graph of the backward is recorded, and Tensor ops otherwise.
+"""
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+
+from rtx._tensor.function import Primitive
+from rtx._tensor.ops import inplace as _inplace
+from rtx._tensor.ops._util import cast, wrap_dim
+from rtx._tensor.tensor import Tensor
+from rtx.autograd.grad_mode import _state
+from rtx.runtime import dtypes as _dt
+from rtx.runtime.random import generator_for
+
+__all__ = ["relu", "relu_", "relu6", "leaky_relu", "leaky_relu_", "prelu", "rrelu", "rrelu_", "elu", "elu_",
+           "selu", "selu_", "celu", "celu_", "gelu", "silu", "mish", "hardswish", "hardsigmoid", "hardtanh",
+           "hardtanh_", "softplus", "softsign", "tanh", "sigmoid", "logsigmoid", "softmax", "log_softmax",
+           "softmin", "glu", "threshold", "threshold_", "tanhshrink", "softshrink", "hardshrink"]
+
+_SELU_ALPHA = 1.6732632423543772848170429916717
+_SELU_SCALE = 1.0507009873554804934193349852946
+
+
+def _check(input, op):
+    if type(input) is not Tensor:
+        raise TypeError(f"{op}(): argument 'input' must be Tensor, not {type(input).__name__}")
+
+
+def _float_only(input, op):
+    _check(input, op)
+    if not (input.is_floating_point() or input.is_complex()):
+        raise NotImplementedError(f'"{op}" not implemented for \'{input.dtype.name.capitalize()}\' '
+                                  "(it needs a floating point input; cast with .float())")
+
+
+def _in_place(fn, input, *args, **kwargs):
+    """input <- fn(input): written into input's memory, taking over fn's history when recorded."""
+    source = _inplace._old_self(input) if _inplace._recording(input) else input
+    return _inplace.write_result(input, fn(source, *args, **kwargs))
+
+
+def _mask(cond, like):
+    return cond.to(like.dtype)
+
+
+def _sigmoid_array(a):
+    # exp of a non-positive number only: no overflow for large |a|
+    ez = np.exp(-np.abs(a))
+    return np.where(a >= 0, 1 / (1 + ez), ez / (1 + ez)).astype(a.dtype, copy=False)
+
+
+def _softplus_array(a, beta, threshold):
+    z = a * beta if beta != 1 else a
+    out = np.logaddexp(0, z)
+    if beta != 1:
+        out = out / beta
+    return np.where(z > threshold, a, out).astype(a.dtype, copy=False)
+
+
+def _pointwise(name, forward, derivative, saves="x"):
+    """A Primitive for y = forward(a, **attrs) whose gradient is derivative(g, x, y, **attrs)."""
+
+    class Op(Primitive):
+        saves_output = saves == "y"
+
+        @staticmethod
+        def forward(ctx, a, **attrs):
+            if saves == "x":
+                ctx.save_for_backward(a)
+            ctx.attrs = attrs
+            return forward(a._data, **attrs)
+
+        @staticmethod
+        def backward(ctx, grad):
+            x = ctx.saved_tensors[0] if saves == "x" else None
+            y = ctx.output() if saves == "y" else None
+            return derivative(grad, x, y, **ctx.attrs)
+
+    Op.__name__ = Op.__qualname__ = name + "Backward"
+    return Op
+
+
+# ---- the pointwise Primitives ---------------------------------------------------------------------
+
+_Relu = _pointwise("Relu", lambda a: np.maximum(a, 0), lambda g, x, y: g * _mask(y > 0, g), saves="y")
+_Hardtanh = _pointwise(
+    "Hardtanh", lambda a, lo, hi: np.clip(a, lo, hi).astype(a.dtype, copy=False),
+    lambda g, x, y, lo, hi: g * _mask((x > lo) & (x < hi), g))
+_LeakyRelu = _pointwise(
+    "LeakyRelu", lambda a, slope: np.where(a > 0, a, a * slope),
+    lambda g, x, y, slope: g * ((1 - slope) * _mask(x > 0, g) + slope))
+_Elu = _pointwise(
+    "Elu", lambda a, alpha, scale, input_scale: np.where(a > 0, a * scale,
+                                                         np.expm1(a * input_scale) * (alpha * scale)),
+    lambda g, x, y, alpha, scale, input_scale: _where(x > 0, g * scale,
+                                                      g * (x * input_scale).exp() * (alpha * scale * input_scale)))
+_Silu = _pointwise(
+    "Silu", lambda a: a * _sigmoid_array(a),
+    lambda g, x, y: _silu_grad(g, x))
+_Mish = _pointwise(
+    "Mish", lambda a: a * np.tanh(_softplus_array(a, 1.0, 20.0)),
+    lambda g, x, y: _mish_grad(g, x))
+_Hardswish = _pointwise(
+    "Hardswish", lambda a: a * np.clip(a + 3, 0, 6) / 6,
+    lambda g, x, y: _where(x <= -3, g * 0, _where(x < 3, g * (x / 3 + 0.5), g)))
+_Hardsigmoid = _pointwise(
+    "Hardsigmoid", lambda a: np.clip(a + 3, 0, 6) / 6,
+    lambda g, x, y: g * _mask((x > -3) & (x < 3), g) / 6)
+_Softplus = _pointwise(
+    "Softplus", _softplus_array,
+    lambda g, x, y, beta, threshold: _where(x * beta > threshold, g, g * (x * beta).sigmoid()))
+_LogSigmoid = _pointwise(
+    "LogSigmoid", lambda a: np.minimum(a, 0) - np.log1p(np.exp(-np.abs(a))),
+    lambda g, x, y: g * (-x).sigmoid())
+_Threshold = _pointwise(
+    "Threshold", lambda a, threshold, value: np.where(a > threshold, a, np.asarray(value, dtype=a.dtype)),
+    lambda g, x, y, threshold, value: g * _mask(x > threshold, g))
+_Softshrink = _pointwise(
+    "Softshrink", lambda a, lambd: np.where(a > lambd, a - lambd, np.where(a < -lambd, a + lambd, 0)),
+    lambda g, x, y, lambd: g * _mask((x > lambd) | (x < -lambd), g))
+_Hardshrink = _pointwise(
+    "Hardshrink", lambda a, lambd: np.where((a >= -lambd) & (a <= lambd), 0, a),
+    lambda g, x, y, lambd: g * _mask((x > lambd) | (x < -lambd), g))
+
+
+def _where(cond, a, b):
+    from rtx._tensor.ops.arith import where
+    return where(cond, a, b)
+
+
+def _silu_grad(g, x):
+    s = x.sigmoid()
+    return g * s * (1 + x * (1 - s))
+
+
+def _mish_grad(g, x):
+    t = softplus(x).tanh()
+    return g * (t + x * x.sigmoid() * (1 - t * t))
+
+
+# ---- relu family ----------------------------------------------------------------------------------
+
+
+def relu(input, inplace=False):
+    """max(x, 0); its gradient at 0 is 0."""
+    _check(input, "relu")
+    if inplace:
+        return _in_place(_Relu.apply, input)
+    return _Relu.apply(input)
+
+
+def relu_(input):
+    return relu(input, inplace=True)
+
+
+def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
+    """clamp(x, min_val, max_val); the gradient is 1 strictly between the bounds, else 0."""
+    _check(input, "hardtanh")
+    if min_val > max_val:
+        raise ValueError("min_val cannot be greater than max_val")
+    if input.dtype is _dt.bool_:
+        raise NotImplementedError("\"hardtanh\" not implemented for 'Bool'")
+    if inplace:
+        return _in_place(_Hardtanh.apply, input, lo=min_val, hi=max_val)
+    return _Hardtanh.apply(input, lo=min_val, hi=max_val)
+
+
+def hardtanh_(input, min_val=-1.0, max_val=1.0):
+    return hardtanh(input, min_val, max_val, inplace=True)
+
+
+def relu6(input, inplace=False):
+    """min(max(x, 0), 6), as hardtanh(x, 0, 6)."""
+    return hardtanh(input, 0.0, 6.0, inplace)
+
+
+def leaky_relu(input, negative_slope=0.01, inplace=False):
+    _float_only(input, "leaky_relu")
+    if inplace:
+        return _in_place(_LeakyRelu.apply, input, slope=negative_slope)
+    return _LeakyRelu.apply(input, slope=negative_slope)
+
+
+def leaky_relu_(input, negative_slope=0.01):
+    return leaky_relu(input, negative_slope, inplace=True)
+
+
+def prelu(input, weight):
+    """max(0, x) + weight * min(0, x), with one weight per channel (dim 1) or a single one."""
+    _float_only(input, "prelu")
+    if type(weight) is not Tensor:
+        raise TypeError(f"prelu(): argument 'weight' must be Tensor, not {type(weight).__name__}")
+    if weight.ndim > 1:
+        raise RuntimeError(f"prelu: Expected `weight` to be a scalar or 1D tensor, but got: ndim = {weight.ndim}")
+    n = weight.numel()
+    if n != 1:
+        channels = input.shape[1] if input.ndim > 1 else 1
+        if channels != n:
+            raise RuntimeError(f"Mismatch of parameter numbers and input channel size. Found parameter numbers = "
+                               f"{n} and channel size = {channels}.")
+        weight = weight.reshape((1, n) + (1,) * (input.ndim - 2))
+    elif input.ndim > 0:
+        weight = weight.reshape((1,) * input.ndim)
+    else:
+        weight = weight.reshape(())
+    return _where(input > 0, input, weight * input)
+
+
+def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
+    """Randomized leaky relu: in training each negative element gets a slope drawn from
+    U(lower, upper) (rtx's RNG); in eval the slope is (lower + upper) / 2."""
+    _float_only(input, "rrelu")
+    if not training:
+        return leaky_relu(input, (lower + upper) / 2, inplace)
+    xp_gen = generator_for(input.device).np
+    noise = xp_gen.random(tuple(input.shape)) * (upper - lower) + lower
+    a = input._data
+    slopes = Tensor._make(np.where(a >= 0, 1, noise).astype(a.dtype, copy=False))
+    if inplace:
+        return _in_place(lambda t: t * slopes, input)
+    return input * slopes
+
+
+def rrelu_(input, lower=1.0 / 8, upper=1.0 / 3, training=False):
+    return rrelu(input, lower, upper, training, inplace=True)
+
+
+def elu(input, alpha=1.0, inplace=False):
+    """x if x > 0 else alpha * (exp(x) - 1)."""
+    _float_only(input, "elu")
+    attrs = dict(alpha=alpha, scale=1.0, input_scale=1.0)
+    if inplace:
+        return _in_place(_Elu.apply, input, **attrs)
+    return _Elu.apply(input, **attrs)
+
+
+def elu_(input, alpha=1.0):
+    return elu(input, alpha, inplace=True)
+
+
+def selu(input, inplace=False):
+    """scale * elu(x, alpha) with the self-normalising constants."""
+    _float_only(input, "selu")
+    attrs = dict(alpha=_SELU_ALPHA, scale=_SELU_SCALE, input_scale=1.0)
+    if inplace:
+        return _in_place(_Elu.apply, input, **attrs)
+    return _Elu.apply(input, **attrs)
+
+
+def selu_(input):
+    return selu(input, inplace=True)
+
+
+def celu(input, alpha=1.0, inplace=False):
+    """max(0, x) + min(0, alpha * (exp(x / alpha) - 1))."""
+    _float_only(input, "celu")
+    if alpha == 0:
+        raise RuntimeError("ZeroDivisionError: alpha cannot be 0 for CELU")
+    attrs = dict(alpha=alpha, scale=1.0, input_scale=1.0 / alpha)
+    if inplace:
+        return _in_place(_Elu.apply, input, **attrs)
+    return _Elu.apply(input, **attrs)
+
+
+def celu_(input, alpha=1.0):
+    return celu(input, alpha, inplace=True)
+
+
+# ---- gelu: rtx.kernel's fused kernel forward and backward -----------------------------------------
+
+
+def _gelu_second(x, approximate):
+    """d^2 gelu / dx^2 in Tensor ops (for double backward)."""
+    if approximate == "tanh":
+        k, c = math.sqrt(2 / math.pi), 0.044715
+        u = (x + c * x * x * x) * k
+        t = u.tanh()
+        du = (1 + 3 * c * x * x) * k
+        return (1 - t * t) * (du + 0.5 * x * (6 * k * c * x - 2 * t * du * du))
+    pdf = (-0.5 * x * x).exp() * (1 / math.sqrt(2 * math.pi))
+    return pdf * (2 - x * x)
+
+
+class Gelu(Primitive):
+    @staticmethod
+    def forward(ctx, a, *, approximate):
+        from rtx import kernel
+        ctx.save_for_backward(a)
+        ctx.approximate = approximate
+        return kernel.gelu(a._data, approximate)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return GeluBackward.apply(x, grad, approximate=ctx.approximate)
+
+
+class GeluBackward(Primitive):
+    """grad * gelu'(x) through the fused kernel; its own derivative in Tensor ops."""
+
+    @staticmethod
+    def forward(ctx, x, g, *, approximate):
+        from rtx import kernel
+        ctx.save_for_backward(x, g)
+        ctx.approximate = approximate
+        return kernel.gelu_backward(x._data, g._data, approximate)
+
+    @staticmethod
+    def backward(ctx, gg):
+        x, g = ctx.saved_tensors
+        gx = gg * g * _gelu_second(x, ctx.approximate) if ctx.needs_input_grad[0] else None
+        gg_ = GeluBackward.apply(x, gg, approximate=ctx.approximate) if ctx.needs_input_grad[1] else None
+        return gx, gg_
+
+
+def gelu(input, approximate="none"):
+    """x * Phi(x) (approximate='none', through erf) or PyTorch's tanh approximation."""
+    _float_only(input, "gelu")
+    if approximate not in ("none", "tanh"):
+        raise RuntimeError("approximate argument must be either none or tanh.")
+    return Gelu.apply(input, approximate=approximate)
+
+
+# ---- the rest of the pointwise family -------------------------------------------------------------
+
+
+def silu(input, inplace=False):
+    """x * sigmoid(x)."""
+    _float_only(input, "silu")
+    if inplace:
+        return _in_place(_Silu.apply, input)
+    return _Silu.apply(input)
+
+
+def mish(input, inplace=False):
+    """x * tanh(softplus(x))."""
+    _float_only(input, "mish")
+    if inplace:
+        return _in_place(_Mish.apply, input)
+    return _Mish.apply(input)
+
+
+def hardswish(input, inplace=False):
+    """x * relu6(x + 3) / 6."""
+    _float_only(input, "hardswish")
+    if inplace:
+        return _in_place(_Hardswish.apply, input)
+    return _Hardswish.apply(input)
+
+
+def hardsigmoid(input, inplace=False):
+    """relu6(x + 3) / 6."""
+    _float_only(input, "hardsigmoid")
+    if inplace:
+        return _in_place(_Hardsigmoid.apply, input)
+    return _Hardsigmoid.apply(input)
+
+
+def softplus(input, beta=1.0, threshold=20.0):
+    """log(1 + exp(beta x)) / beta, and x itself where beta x > threshold."""
+    _float_only(input, "softplus")
+    return _Softplus.apply(input, beta=beta, threshold=threshold)
+
+
+def softsign(input):
+    """x / (1 + |x|)."""
+    _check(input, "softsign")
+    return input / (input.abs() + 1)
+
+
+def tanh(input):
+    _check(input, "tanh")
+    return input.tanh()
+
+
+def sigmoid(input):
+    _check(input, "sigmoid")
+    return input.sigmoid()
+
+
+def logsigmoid(input):
+    """log(sigmoid(x)), computed without overflow."""
+    _float_only(input, "log_sigmoid")
+    return _LogSigmoid.apply(input)
+
+
+def threshold(input, threshold, value, inplace=False):
+    """x where x > threshold, else value."""
+    _check(input, "threshold")
+    if inplace:
+        return _in_place(_Threshold.apply, input, threshold=threshold, value=value)
+    return _Threshold.apply(input, threshold=threshold, value=value)
+
+
+def threshold_(input, threshold, value):
+    return globals()["threshold"](input, threshold, value, inplace=True)
+
+
+def tanhshrink(input):
+    """x - tanh(x)."""
+    _check(input, "tanhshrink")
+    return input - input.tanh()
+
+
+def _check_lambd(input, lambd, op):
+    if lambd < 0:
+        raise RuntimeError(f"lambda must be in range [0, {np.finfo(np.float32).max:g}] for input dtype "
+                           f"{input.dtype.name.capitalize()}, but found {lambd} ({op})")
+
+
+def softshrink(input, lambd=0.5):
+    """x - lambd above lambd, x + lambd below -lambd, 0 between."""
+    _float_only(input, "softshrink")
+    _check_lambd(input, lambd, "softshrink")
+    return _Softshrink.apply(input, lambd=lambd)
+
+
+def hardshrink(input, lambd=0.5):
+    """x where |x| > lambd, else 0."""
+    _float_only(input, "hardshrink")
+    return _Hardshrink.apply(input, lambd=lambd)
+
+
+def glu(input, dim=-1):
+    """a * sigmoid(b), where a and b are the two halves of input along dim."""
+    _check(input, "glu")
+    if input.ndim == 0:
+        raise RuntimeError("glu does not support scalars because halving size must be even")
+    d = wrap_dim(dim, input.ndim, "glu")
+    n = input.shape[d]
+    if n % 2:
+        raise RuntimeError(f"Halving dimension must be even, but dimension {d} is size {n}")
+    a, b = input.split(n // 2, d)
+    return a * b.sigmoid()
+
+
+# ---- softmax family: rtx.kernel forward, Tensor-op backward ----------------------------------------
+
+
+def _use_fused_backward():
+    # With no graph of the backward being recorded, the fused backward kernel gives the same
+    # numbers in one pass; with create_graph the Tensor-op formula keeps double backward.
+    return not _state.enabled
+
+
+class Softmax(Primitive):
+    saves_output = True
+
+    @staticmethod
+    def forward(ctx, a, *, axis):
+        from rtx import kernel
+        ctx.axis = axis
+        return kernel.softmax(a._data, axis)
+
+    @staticmethod
+    def backward(ctx, grad):
+        y = ctx.output()
+        if _use_fused_backward():
+            from rtx import kernel
+            return Tensor._make(kernel.softmax_backward(y._data, grad._data, ctx.axis))
+        return y * (grad - (grad * y).sum(ctx.axis, keepdim=True))
+
+
+class LogSoftmax(Primitive):
+    saves_output = True
+
+    @staticmethod
+    def forward(ctx, a, *, axis):
+        from rtx import kernel
+        ctx.axis = axis
+        return kernel.log_softmax(a._data, axis)
+
+    @staticmethod
+    def backward(ctx, grad):
+        y = ctx.output()
+        if _use_fused_backward():
+            from rtx import kernel
+            return Tensor._make(kernel.log_softmax_backward(y._data, grad._data, ctx.axis))
+        return grad - y.exp() * grad.sum(ctx.axis, keepdim=True)
+
+
+def _softmax_dim(name, ndim, stacklevel):
+    warnings.warn(f"Implicit dimension choice for {name} has been deprecated. Change the call to include dim=X "
+                  "as an argument.", stacklevel=stacklevel)
+    return 0 if ndim in (0, 1, 3) else 1
+
+
+def _softmax_like(op, input, dim, dtype, name, stacklevel):
+    _check(input, name)
+    if dim is None:
+        dim = _softmax_dim(name, input.ndim, stacklevel + 1)
+    if dtype is not None:
+        input = cast(input, _dt.as_dtype(dtype).np)
+    if not input.is_floating_point():
+        raise NotImplementedError(f'"{name}_lastdim_kernel_impl" not implemented for '
+                                  f"'{input.dtype.name.capitalize()}' (pass dtype= or cast to a float dtype)")
+    if input.ndim == 0:
+        axis = wrap_dim(dim, 0, name)
+        return op.apply(input.reshape(1), axis=0).reshape(())
+    axis = wrap_dim(dim, input.ndim, name)
+    return op.apply(input, axis=axis)
+
+
+def softmax(input, dim=None, _stacklevel=3, dtype=None):
+    """exp(x) / sum(exp(x)) along dim, with the maximum subtracted first (no overflow)."""
+    return _softmax_like(Softmax, input, dim, dtype, "softmax", _stacklevel)
+
+
+def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
+    """x - logsumexp(x) along dim."""
+    return _softmax_like(LogSoftmax, input, dim, dtype, "log_softmax", _stacklevel)
+
+
+def softmin(input, dim=None, _stacklevel=3, dtype=None):
+    """softmax(-x) along dim."""
+    _check(input, "softmin")
+    if dim is None:
+        dim = _softmax_dim("softmin", input.ndim, _stacklevel)
+    if dtype is not None:
+        input = cast(input, _dt.as_dtype(dtype).np)
+    return softmax(-input, dim)

@@ -1,0 +1,1 @@
+"""rtx.nn layers, one family per file."""

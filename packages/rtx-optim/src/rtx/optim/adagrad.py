@@ -1,0 +1,86 @@
+"""Adagrad (torch.optim.Adagrad), with lr_decay, initial_accumulator_value, weight decay, maximize.
+
+    g = -grad if maximize else grad;  g += wd * p
+    clr = lr / (1 + (t - 1) lr_decay);  s += g^2;  p -= clr * g / (sqrt(s) + eps)
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from rtx.optim.optimizer import (Optimizer, _advance, _as_step_tensor, _bump, _full_like, _grad_with_decay, _lr,
+                                 _no_differentiable, _no_grad_step, _scalar_state)
+
+__all__ = ["Adagrad", "adagrad"]
+
+
+class Adagrad(Optimizer):
+    def __init__(self, params, lr=1e-2, lr_decay=0, weight_decay=0, initial_accumulator_value=0, eps=1e-10,
+                 foreach=None, *, maximize=False, differentiable=False, fused=None):
+        if not 0.0 <= _lr(lr):
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if not 0.0 <= lr_decay:
+            raise ValueError(f"Invalid lr_decay value: {lr_decay}")
+        if not 0.0 <= weight_decay:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        if not 0.0 <= initial_accumulator_value:
+            raise ValueError(f"Invalid initial_accumulator_value value: {initial_accumulator_value}")
+        if not 0.0 <= eps:
+            raise ValueError(f"Invalid epsilon value: {eps}")
+        _no_differentiable(differentiable)
+        defaults = dict(lr=lr, lr_decay=lr_decay, eps=eps, weight_decay=weight_decay,
+                        initial_accumulator_value=initial_accumulator_value, foreach=foreach, maximize=maximize,
+                        differentiable=differentiable, fused=fused)
+        super().__init__(params, defaults)
+        # PyTorch creates Adagrad's state eagerly, for every parameter.
+        for group in self.param_groups:
+            for p in group["params"]:
+                self._init_state(p, group)
+
+    def _init_state(self, p, group):
+        state = self.state[p]
+        state["step"] = _scalar_state()
+        state["sum"] = _full_like(p, group["initial_accumulator_value"])
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        for group in self.param_groups:
+            for key, value in (("foreach", None), ("maximize", False), ("differentiable", False), ("fused", None)):
+                group.setdefault(key, value)
+
+    @_no_grad_step
+    def step(self, closure=None):
+        for group in self.param_groups:
+            params, grads, sums, steps = [], [], [], []
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                state = self.state[p]
+                if len(state) == 0:  # added through add_param_group after construction
+                    self._init_state(p, group)
+                params.append(p)
+                grads.append(p.grad)
+                sums.append(state["sum"])
+                steps.append(_as_step_tensor(state))
+            adagrad(params, grads, sums, steps, lr=group["lr"], weight_decay=group["weight_decay"],
+                    lr_decay=group["lr_decay"], eps=group["eps"], maximize=group["maximize"])
+
+
+def adagrad(params, grads, state_sums, state_steps, fused=None, grad_scale=None, found_inf=None,
+            has_sparse_grad=False, foreach=None, differentiable=False, has_complex=False, *, lr, weight_decay,
+            lr_decay, eps, maximize):
+    """Functional Adagrad over lists of tensors."""
+    lr = _lr(lr)
+    for param, grad, state_sum, step_t in zip(params, grads, state_sums, state_steps):
+        step = _advance(step_t)
+        p, s = param._data, state_sum._data
+        g = _grad_with_decay(p, grad._data, weight_decay, maximize)
+        clr = lr / (1 + (step - 1) * lr_decay)
+        tmp = np.multiply(g, g)
+        s += tmp
+        np.sqrt(s, out=tmp)
+        tmp += eps
+        np.divide(g, tmp, out=tmp)
+        tmp *= -clr
+        p += tmp
+        _bump(param)
+        _bump(state_sum)

@@ -1,0 +1,99 @@
+"""Adam (torch.optim.Adam), with amsgrad, maximize, L2 or decoupled (AdamW) weight decay.
+
+    g = -grad if maximize else grad
+    decoupled: p *= 1 - lr * wd      else: g += wd * p
+    m = b1 m + (1 - b1) g;  v = b2 v + (1 - b2) g^2;  amsgrad: v_max = max(v_max, v), used as v
+    p -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps)
+
+The update is rtx.kernel.adam_step: one fused CUDA kernel on GPUs, in place with one scratch
+buffer on the CPU.
+"""
+from __future__ import annotations
+
+from rtx.kernel import adam_step
+
+from rtx.optim.optimizer import (Optimizer, _advance, _as_step_tensor, _bump, _lr, _no_differentiable, _no_grad_step,
+                                 _scalar_state, _zeros_like)
+
+__all__ = ["Adam", "adam"]
+
+
+def _check_adam_args(lr, betas, eps, weight_decay):
+    if not 0.0 <= _lr(lr):
+        raise ValueError(f"Invalid learning rate: {lr}")
+    if not 0.0 <= eps:
+        raise ValueError(f"Invalid epsilon value: {eps}")
+    if not 0.0 <= betas[0] < 1.0:
+        raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
+    if not 0.0 <= betas[1] < 1.0:
+        raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
+    if not 0.0 <= weight_decay:
+        raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+
+
+class Adam(Optimizer):
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, amsgrad=False, *,
+                 foreach=None, maximize=False, capturable=False, differentiable=False, fused=None,
+                 decoupled_weight_decay=False):
+        _check_adam_args(lr, betas, eps, weight_decay)
+        _no_differentiable(differentiable)
+        defaults = dict(lr=lr, betas=tuple(float(b) for b in betas), eps=eps, weight_decay=weight_decay,
+                        amsgrad=amsgrad, maximize=maximize, foreach=foreach, capturable=capturable,
+                        differentiable=differentiable, fused=fused, decoupled_weight_decay=decoupled_weight_decay)
+        super().__init__(params, defaults)
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        for group in self.param_groups:
+            for key, value in (("amsgrad", False), ("maximize", False), ("foreach", None), ("capturable", False),
+                               ("differentiable", False), ("decoupled_weight_decay", False), ("fused", None)):
+                group.setdefault(key, value)
+
+    @_no_grad_step
+    def step(self, closure=None):
+        for group in self.param_groups:
+            params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps = [], [], [], [], [], []
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                state = self.state[p]
+                if len(state) == 0:
+                    state["step"] = _scalar_state()
+                    state["exp_avg"] = _zeros_like(p)
+                    state["exp_avg_sq"] = _zeros_like(p)
+                    if group["amsgrad"]:
+                        state["max_exp_avg_sq"] = _zeros_like(p)
+                params.append(p)
+                grads.append(p.grad)
+                exp_avgs.append(state["exp_avg"])
+                exp_avg_sqs.append(state["exp_avg_sq"])
+                if group["amsgrad"]:
+                    max_exp_avg_sqs.append(state["max_exp_avg_sq"])
+                steps.append(_as_step_tensor(state))
+            beta1, beta2 = group["betas"]
+            adam(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps, amsgrad=group["amsgrad"],
+                 beta1=beta1, beta2=beta2, lr=group["lr"], weight_decay=group["weight_decay"], eps=group["eps"],
+                 maximize=group["maximize"], decoupled_weight_decay=group["decoupled_weight_decay"])
+
+
+def adam(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, foreach=None, capturable=False,
+         differentiable=False, fused=None, grad_scale=None, found_inf=None, has_complex=False,
+         decoupled_weight_decay=False, *, amsgrad, beta1, beta2, lr, weight_decay, eps, maximize):
+    """Functional Adam over lists of tensors; each state_steps entry (a scalar tensor) is advanced."""
+    if grad_scale is not None or found_inf is not None:
+        raise NotImplementedError("adam(): grad_scale/found_inf (fused AMP stepping) is not supported; "
+                                  "use rtx.amp.GradScaler.step(optimizer)")
+    lr = _lr(lr)
+    for i, (param, grad) in enumerate(zip(params, grads)):
+        step = _advance(state_steps[i])
+        vmax = None
+        if amsgrad:
+            vmax = max_exp_avg_sqs[i]
+            _bump(vmax)
+            vmax = vmax._data
+        adam_step(param._data, grad._data, exp_avgs[i]._data, exp_avg_sqs[i]._data, step=step, lr=lr, beta1=beta1,
+                  beta2=beta2, eps=eps, weight_decay=weight_decay, decoupled_weight_decay=decoupled_weight_decay,
+                  amsgrad=amsgrad, max_exp_avg_sq=vmax, maximize=maximize)
+        _bump(param)
+        _bump(exp_avgs[i])
+        _bump(exp_avg_sqs[i])

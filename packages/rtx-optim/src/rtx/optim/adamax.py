@@ -1,0 +1,81 @@
+"""Adamax (torch.optim.Adamax): Adam with the infinity norm, with weight decay and maximize.
+
+    g = -grad if maximize else grad;  g += wd * p
+    m = b1 m + (1 - b1) g;  u = max(b2 u, |g| + eps);  p -= lr / (1 - b1^t) * m / u
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from rtx.optim.optimizer import (Optimizer, _advance, _as_step_tensor, _bump, _grad_with_decay, _lerp_, _lr,
+                                 _no_differentiable, _no_grad_step, _scalar_state, _zeros_like)
+
+__all__ = ["Adamax", "adamax"]
+
+
+class Adamax(Optimizer):
+    def __init__(self, params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, foreach=None, *,
+                 maximize=False, differentiable=False, capturable=False):
+        if not 0.0 <= _lr(lr):
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if not 0.0 <= eps:
+            raise ValueError(f"Invalid epsilon value: {eps}")
+        if not 0.0 <= betas[0] < 1.0:
+            raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
+        if not 0.0 <= betas[1] < 1.0:
+            raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
+        if not 0.0 <= weight_decay:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        _no_differentiable(differentiable)
+        defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, foreach=foreach, maximize=maximize,
+                        differentiable=differentiable, capturable=capturable)
+        super().__init__(params, defaults)
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        for group in self.param_groups:
+            for key, value in (("foreach", None), ("maximize", False), ("differentiable", False),
+                               ("capturable", False)):
+                group.setdefault(key, value)
+
+    @_no_grad_step
+    def step(self, closure=None):
+        for group in self.param_groups:
+            params, grads, exp_avgs, exp_infs, steps = [], [], [], [], []
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                state = self.state[p]
+                if len(state) == 0:
+                    state["step"] = _scalar_state()
+                    state["exp_avg"] = _zeros_like(p)
+                    state["exp_inf"] = _zeros_like(p)
+                params.append(p)
+                grads.append(p.grad)
+                exp_avgs.append(state["exp_avg"])
+                exp_infs.append(state["exp_inf"])
+                steps.append(_as_step_tensor(state))
+            beta1, beta2 = group["betas"]
+            adamax(params, grads, exp_avgs, exp_infs, steps, eps=group["eps"], beta1=beta1, beta2=beta2,
+                   lr=group["lr"], weight_decay=group["weight_decay"], maximize=group["maximize"])
+
+
+def adamax(params, grads, exp_avgs, exp_infs, state_steps, foreach=None, maximize=False, differentiable=False,
+           capturable=False, has_complex=False, *, eps, beta1, beta2, lr, weight_decay):
+    """Functional Adamax over lists of tensors."""
+    lr = _lr(lr)
+    for param, grad, exp_avg, exp_inf, step_t in zip(params, grads, exp_avgs, exp_infs, state_steps):
+        step = _advance(step_t)
+        p, m, u = param._data, exp_avg._data, exp_inf._data
+        g = _grad_with_decay(p, grad._data, weight_decay, maximize)
+        tmp = np.empty_like(m)
+        _lerp_(m, g, 1 - beta1, tmp)
+        u *= beta2
+        np.abs(g, out=tmp)
+        tmp += eps
+        np.maximum(u, tmp, out=u)
+        np.divide(m, u, out=tmp)
+        tmp *= -lr / (1 - beta1 ** step)
+        p += tmp
+        for t in (param, exp_avg, exp_inf):
+            _bump(t)

@@ -1,0 +1,110 @@
+"""NAdam (torch.optim.NAdam): Adam with Nesterov momentum and the momentum-decay schedule of
+Dozat (2016), with L2 or decoupled weight decay and maximize.
+
+    g = -grad if maximize else grad;  decoupled: p *= 1 - lr wd   else g += wd p
+    mu_t = b1 (1 - 0.5 * 0.96^(t psi));  mu_{t+1} likewise;  prod_t = prod_{t-1} mu_t
+    m = b1 m + (1 - b1) g;  v = b2 v + (1 - b2) g^2;  denom = sqrt(v / (1 - b2^t)) + eps
+    p -= lr (1 - mu_t) / (1 - prod_t) * g / denom + lr mu_{t+1} / (1 - prod_t mu_{t+1}) * m / denom
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from rtx.optim.optimizer import (Optimizer, _advance, _as_step_tensor, _bump, _grad_with_decay, _lerp_, _lr,
+                                 _no_differentiable, _no_grad_step, _scalar_state, _zeros_like)
+
+__all__ = ["NAdam", "nadam"]
+
+
+class NAdam(Optimizer):
+    def __init__(self, params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, momentum_decay=4e-3,
+                 decoupled_weight_decay=False, *, foreach=None, maximize=False, capturable=False,
+                 differentiable=False):
+        if not 0.0 <= _lr(lr):
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if not 0.0 <= eps:
+            raise ValueError(f"Invalid epsilon value: {eps}")
+        if not 0.0 <= betas[0] < 1.0:
+            raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
+        if not 0.0 <= betas[1] < 1.0:
+            raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
+        if not 0.0 <= weight_decay:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        if not 0.0 <= momentum_decay:
+            raise ValueError(f"Invalid momentum_decay value: {momentum_decay}")
+        _no_differentiable(differentiable)
+        defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, momentum_decay=momentum_decay,
+                        decoupled_weight_decay=decoupled_weight_decay, maximize=maximize, foreach=foreach,
+                        capturable=capturable, differentiable=differentiable)
+        super().__init__(params, defaults)
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        for group in self.param_groups:
+            for key, value in (("maximize", False), ("foreach", None), ("capturable", False),
+                               ("differentiable", False), ("decoupled_weight_decay", False)):
+                group.setdefault(key, value)
+
+    @_no_grad_step
+    def step(self, closure=None):
+        for group in self.param_groups:
+            params, grads, exp_avgs, exp_avg_sqs, mu_products, steps = [], [], [], [], [], []
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                state = self.state[p]
+                if len(state) == 0:
+                    state["step"] = _scalar_state()
+                    state["mu_product"] = _scalar_state(1.0)
+                    state["exp_avg"] = _zeros_like(p)
+                    state["exp_avg_sq"] = _zeros_like(p)
+                params.append(p)
+                grads.append(p.grad)
+                exp_avgs.append(state["exp_avg"])
+                exp_avg_sqs.append(state["exp_avg_sq"])
+                mu_products.append(_as_step_tensor(state, "mu_product"))
+                steps.append(_as_step_tensor(state))
+            beta1, beta2 = group["betas"]
+            nadam(params, grads, exp_avgs, exp_avg_sqs, mu_products, steps, beta1=beta1, beta2=beta2,
+                  lr=group["lr"], weight_decay=group["weight_decay"], momentum_decay=group["momentum_decay"],
+                  eps=group["eps"], decoupled_weight_decay=group["decoupled_weight_decay"],
+                  maximize=group["maximize"])
+
+
+def nadam(params, grads, exp_avgs, exp_avg_sqs, mu_products, state_steps, decoupled_weight_decay=False,
+          foreach=None, capturable=False, differentiable=False, has_complex=False, maximize=False, *, beta1, beta2,
+          lr, weight_decay, momentum_decay, eps):
+    """Functional NAdam over lists of tensors; mu_products are float32 scalar tensors, as in PyTorch."""
+    lr = _lr(lr)
+    for param, grad, exp_avg, exp_avg_sq, mu_product, step_t in zip(params, grads, exp_avgs, exp_avg_sqs,
+                                                                      mu_products, state_steps):
+        step = _advance(step_t)
+        p, m, v = param._data, exp_avg._data, exp_avg_sq._data
+        bias_correction2 = 1 - beta2 ** step
+        if weight_decay != 0 and decoupled_weight_decay:
+            p *= 1 - lr * weight_decay
+            g = _grad_with_decay(p, grad._data, 0, maximize)
+        else:
+            g = _grad_with_decay(p, grad._data, weight_decay, maximize)
+        mu = beta1 * (1.0 - 0.5 * 0.96 ** (step * momentum_decay))
+        mu_next = beta1 * (1.0 - 0.5 * 0.96 ** ((step + 1) * momentum_decay))
+        mu_product._data *= mu
+        _bump(mu_product)
+        prod = float(mu_product._data)
+        tmp = np.empty_like(m)
+        _lerp_(m, g, 1 - beta1, tmp)
+        v *= beta2
+        np.multiply(g, g, out=tmp)
+        tmp *= 1 - beta2
+        v += tmp
+        denom = np.divide(v, bias_correction2)
+        np.sqrt(denom, out=denom)
+        denom += eps
+        np.divide(g, denom, out=tmp)
+        tmp *= -lr * (1.0 - mu) / (1.0 - prod)
+        p += tmp
+        np.divide(m, denom, out=tmp)
+        tmp *= -lr * mu_next / (1.0 - prod * mu_next)
+        p += tmp
+        for t in (param, exp_avg, exp_avg_sq):
+            _bump(t)

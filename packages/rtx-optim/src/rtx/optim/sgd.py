@@ -1,0 +1,82 @@
+"""SGD with momentum, dampening, Nesterov momentum, weight decay and maximize (torch.optim.SGD).
+
+    g = -grad if maximize else grad;  g += weight_decay * p
+    momentum: b = g (first step) else momentum * b + (1 - dampening) * g;  g = g + momentum * b (nesterov) or b
+    p -= lr * g
+
+The update is rtx.kernel.sgd_step: one fused CUDA kernel on GPUs, an in-place NumPy sequence on
+the CPU (as fast as the ufunc code written here would be; see the package README).
+"""
+from __future__ import annotations
+
+from rtx.kernel import sgd_step
+
+from rtx.optim.optimizer import Optimizer, _bump, _lr, _no_differentiable, _no_grad_step, _zeros_like
+
+__all__ = ["SGD", "sgd"]
+
+
+class SGD(Optimizer):
+    def __init__(self, params, lr=1e-3, momentum=0, dampening=0, weight_decay=0, nesterov=False, *,
+                 maximize=False, foreach=None, differentiable=False, fused=None):
+        lr_value = _lr(lr)
+        if lr_value < 0.0:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if momentum < 0.0:
+            raise ValueError(f"Invalid momentum value: {momentum}")
+        if weight_decay < 0.0:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        if nesterov and (momentum <= 0 or dampening != 0):
+            raise ValueError("Nesterov momentum requires a momentum and zero dampening")
+        _no_differentiable(differentiable)
+        defaults = dict(lr=lr, momentum=momentum, dampening=dampening, weight_decay=weight_decay,
+                        nesterov=nesterov, maximize=maximize, foreach=foreach, differentiable=differentiable,
+                        fused=fused)
+        super().__init__(params, defaults)
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        for group in self.param_groups:
+            for key, value in (("nesterov", False), ("maximize", False), ("foreach", None),
+                               ("differentiable", False), ("fused", False)):
+                group.setdefault(key, value)
+
+    @_no_grad_step
+    def step(self, closure=None):
+        for group in self.param_groups:
+            params, grads, bufs = [], [], []
+            momentum = group["momentum"]
+            for p in group["params"]:
+                if p.grad is not None:
+                    params.append(p)
+                    grads.append(p.grad)
+                    if momentum != 0:
+                        bufs.append(self.state[p].get("momentum_buffer"))
+            sgd(params, grads, bufs, weight_decay=group["weight_decay"], momentum=momentum, lr=group["lr"],
+                dampening=group["dampening"], nesterov=group["nesterov"], maximize=group["maximize"])
+            if momentum != 0:
+                for p, buf in zip(params, bufs):
+                    self.state[p]["momentum_buffer"] = buf
+
+
+def sgd(params, d_p_list, momentum_buffer_list, has_sparse_grad=False, foreach=None, fused=None,
+        grad_scale=None, found_inf=None, *, weight_decay, momentum, lr, dampening, nesterov, maximize):
+    """Functional SGD over lists of tensors. A None momentum buffer is created (and stored back into
+    momentum_buffer_list) on the parameter's first step. foreach/fused are accepted for PyTorch
+    compatibility: rtx has one implementation per device."""
+    if grad_scale is not None or found_inf is not None:
+        raise NotImplementedError("sgd(): grad_scale/found_inf (fused AMP stepping) is not supported; "
+                                  "use rtx.amp.GradScaler.step(optimizer)")
+    lr = _lr(lr)
+    for i, (param, grad) in enumerate(zip(params, d_p_list)):
+        buf, first = None, False
+        if momentum != 0:
+            buf = momentum_buffer_list[i]
+            if buf is None:
+                buf = momentum_buffer_list[i] = _zeros_like(param)
+                first = True
+            _bump(buf)
+            buf = buf._data
+        sgd_step(param._data, grad._data, buf, lr=lr, momentum=momentum, dampening=dampening, nesterov=nesterov,
+                 weight_decay=weight_decay, maximize=maximize, first_step=first)
+        _bump(param)

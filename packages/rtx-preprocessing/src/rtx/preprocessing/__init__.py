@@ -1,0 +1,2 @@
+"""rtx preprocessing: transforms, scalers, encoders, splits."""
+__version__ = "0.1.0"
