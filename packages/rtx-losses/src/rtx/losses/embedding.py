@@ -1,0 +1,56 @@
+"""Ranking and embedding losses: cosine_embedding, margin_ranking, triplet_margin (+ with custom
+distance), hinge_embedding."""
+from __future__ import annotations
+
+import rtx
+import rtx.nn.functional as F
+from rtx.losses._reduction import apply_reduction, legacy_reduction
+
+__all__ = ["cosine_embedding_loss", "margin_ranking_loss", "triplet_margin_loss",
+           "triplet_margin_with_distance_loss", "hinge_embedding_loss"]
+
+
+@legacy_reduction
+def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None, reduction="mean"):
+    cos = F.cosine_similarity(input1, input2, dim=-1, eps=1e-8)
+    loss = rtx.where(target == 1, 1 - cos, (cos - margin).clamp(min=0))
+    return apply_reduction(loss, reduction)
+
+
+@legacy_reduction
+def margin_ranking_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None, reduction="mean"):
+    if not (input1.ndim == input2.ndim == target.ndim):
+        raise RuntimeError(f"margin_ranking_loss : All input tensors should have same dimension but got sizes: "
+                           f"input1: {tuple(input1.shape)}, input2: {tuple(input2.shape)}, target: "
+                           f"{tuple(target.shape)} ")
+    return apply_reduction((-target * (input1 - input2) + margin).clamp(min=0), reduction)
+
+
+@legacy_reduction
+def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=None, reduction="mean"):
+    loss = rtx.where(target == 1, input, (margin - input).clamp(min=0))
+    return apply_reduction(loss, reduction)
+
+
+@legacy_reduction
+def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, swap=False, size_average=None,
+                        reduce=None, reduction="mean"):
+    if not (anchor.ndim == positive.ndim == negative.ndim):
+        raise RuntimeError(f"The anchor, positive, and negative tensors are expected to have the same number of "
+                           f"dimensions, but got: anchor {anchor.ndim}D, positive {positive.ndim}D, and negative "
+                           f"{negative.ndim}D inputs")
+    d_ap = F.pairwise_distance(anchor, positive, p, eps)
+    d_an = F.pairwise_distance(anchor, negative, p, eps)
+    if swap:
+        d_an = rtx.minimum(d_an, F.pairwise_distance(positive, negative, p, eps))
+    return apply_reduction((d_ap - d_an + margin).clamp(min=0), reduction)
+
+
+@legacy_reduction
+def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_function=None, margin=1.0, swap=False,
+                                      reduction="mean"):
+    dist = distance_function or F.pairwise_distance
+    d_ap, d_an = dist(anchor, positive), dist(anchor, negative)
+    if swap:
+        d_an = rtx.minimum(d_an, dist(positive, negative))
+    return apply_reduction((d_ap - d_an + margin).clamp(min=0), reduction)
