@@ -3,7 +3,7 @@ defaults and state_dict keys. Loss modules come from rtx-losses (nn.CrossEntropy
 # ruff: noqa: F401,F403
 __version__ = "0.1.0"
 
-from rtx.nn import functional, init
+from rtx.nn import attention, functional, init
 from rtx.nn.modules.activation import *
 from rtx.nn.modules.attention import *
 from rtx.nn.modules.batchnorm import *

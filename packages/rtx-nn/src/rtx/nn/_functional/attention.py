@@ -36,6 +36,7 @@ import rtx
 from rtx._tensor.function import Primitive
 from rtx._tensor.ops._util import cast
 from rtx._tensor.tensor import Tensor
+from rtx.nn._functional.dropout import dropout
 from rtx.nn._functional.linear import linear
 from rtx.runtime import array_module
 
@@ -58,7 +59,7 @@ class Softmax(Primitive):
         with np.errstate(invalid="ignore"):  # an all -inf row: NaN (or zeros when safe), silently
             y = kernel.softmax(a, axis=-1)
         if safe and a.size:
-            dead = np.isneginf(a).all(axis=-1, keepdims=True)
+            dead = (a == -np.inf).all(axis=-1, keepdims=True)
             if dead.any():
                 y = np.where(dead, 0, y).astype(y.dtype, copy=False)
         return y
@@ -71,18 +72,6 @@ class Softmax(Primitive):
 
 def _softmax(x, safe=False):
     return Softmax.apply(x, safe=safe)
-
-
-def _dropout(x, p, op):
-    """Inverted dropout drawing from rtx's RNG (the default generator of x's device)."""
-    if not 0.0 <= p <= 1.0:
-        raise ValueError(f"{op}: dropout probability has to be between 0 and 1, but got {p}")
-    if p == 0.0:
-        return x
-    if p == 1.0:
-        return x * 0
-    keep = rtx.rand(tuple(x.shape), dtype=x.dtype, device=x.device) >= p
-    return x * cast(keep, x._data.dtype) * (1.0 / (1.0 - p))
 
 
 # ---- the backend registry ------------------------------------------------------------------------
@@ -128,9 +117,9 @@ def _name(backend):
 def register_sdpa_backend(name, fn, priority=0, supports=None, *, gqa=False):
     """Register `fn(query, key, value, attn_mask, dropout_p, is_causal, scale)` as SDPA backend
     `name`. `supports(query, key, value, attn_mask, dropout_p, is_causal, scale) -> bool` says
-    whether it can and should take a call (None: every call). Higher priority is tried first;
-    `math` has priority 0, so a backend with a negative priority runs only when forced by
-    sdpa_kernel. Registering an existing name replaces it; `math` cannot be replaced."""
+    whether it can and should take a call (None: every call). Higher priority is tried first
+    (on a tie the earlier registration, and any plugin before `math`); `math` has priority 0, so
+    a backend with a negative priority runs only when forced by sdpa_kernel. Registering an existing name replaces it; `math` cannot be replaced."""
     name = _name(name)
     if name == "math":
         raise ValueError("the 'math' SDPA backend is built in and cannot be replaced")
@@ -229,6 +218,8 @@ def _repeat_kv(t, groups):
 
 def _sdpa_math(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
                enable_gqa=False):
+    if scale is None:
+        scale = 1.0 / math.sqrt(query.shape[-1])
     if enable_gqa:
         hq, hk = query.shape[-3], key.shape[-3]
         key, value = _repeat_kv(key, hq // hk), _repeat_kv(value, hq // value.shape[-3])
@@ -247,7 +238,7 @@ def _sdpa_math(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False
         masked = True
     weights = _softmax(scores, safe=masked)
     if dropout_p > 0.0:
-        weights = _dropout(weights, dropout_p, "scaled_dot_product_attention")
+        weights = dropout(weights, dropout_p)
     return weights @ value
 
 
@@ -386,18 +377,23 @@ def _mha_shape_check(query, key, value, key_padding_mask, attn_mask, num_heads):
                          f"query tensor")
 
 
+def _linear(x, w, b):
+    # As 2-D: the weight's gradient is then one matmul, not one per leading index plus a sum.
+    return linear(x.reshape(-1, x.shape[-1]), w, b).reshape(*x.shape[:-1], w.shape[0])
+
+
 def _in_projection_packed(q, k, v, w, b):
     E = q.shape[-1]
     if k is v:
         if q is k:  # self-attention: one matmul for q, k and v
-            return linear(q, w, b).chunk(3, dim=-1)
+            return _linear(q, w, b).chunk(3, dim=-1)
         w_q, w_kv = w[:E], w[E:]
         b_q, b_kv = (None, None) if b is None else (b[:E], b[E:])
-        k_out, v_out = linear(k, w_kv, b_kv).chunk(2, dim=-1)
-        return linear(q, w_q, b_q), k_out, v_out
+        k_out, v_out = _linear(k, w_kv, b_kv).chunk(2, dim=-1)
+        return _linear(q, w_q, b_q), k_out, v_out
     w_q, w_k, w_v = w.chunk(3)
     b_q, b_k, b_v = (None, None, None) if b is None else b.chunk(3)
-    return linear(q, w_q, b_q), linear(k, w_k, b_k), linear(v, w_v, b_v)
+    return _linear(q, w_q, b_q), _linear(k, w_k, b_k), _linear(v, w_v, b_v)
 
 
 def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_heads, in_proj_weight, in_proj_bias,
@@ -442,8 +438,8 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
             raise AssertionError(f"key's sequence and batch dims {tuple(key.shape[:2])} do not match value's "
                                  f"{tuple(value.shape[:2])}")
         b_q, b_k, b_v = (None, None, None) if in_proj_bias is None else in_proj_bias.chunk(3)
-        q, k, v = linear(query, q_proj_weight, b_q), linear(key, k_proj_weight, b_k), linear(value, v_proj_weight,
-                                                                                              b_v)
+        q, k, v = (_linear(query, q_proj_weight, b_q), _linear(key, k_proj_weight, b_k),
+                   _linear(value, v_proj_weight, b_v))
     else:
         if tuple(key.shape) != tuple(value.shape):
             raise AssertionError(f"key shape {tuple(key.shape)} does not match value shape {tuple(value.shape)}")
@@ -516,7 +512,7 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
             scores = scores + attn_mask
         weights = _softmax(scores)
         if dropout_p > 0.0:
-            weights = _dropout(weights, dropout_p, "multi_head_attention_forward")
+            weights = dropout(weights, dropout_p)
         out = (weights @ v).transpose(0, 1).reshape(tgt_len * bsz, embed_dim)
         out = linear(out, out_proj_weight, out_proj_bias).reshape(tgt_len, bsz, -1)
         weights = weights.reshape(bsz, num_heads, tgt_len, src_len)

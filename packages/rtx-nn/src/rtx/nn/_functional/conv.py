@@ -342,12 +342,19 @@ def _positive(vals, what):
                            else "dilation should be greater than zero")
 
 
+def _scalar_name(t):
+    names = {"float64": "Double", "float32": "Float", "float16": "Half", "bfloat16": "BFloat16"}
+    n = str(t._data.dtype)
+    return names.get(n, n)
+
+
 def _check_common(op, x, w, b, nd, groups):
     check_float(x, op)
     check_float(w, op, "weight")
     check_same_device(x, w, op)
     if x.dtype != w.dtype:
-        raise RuntimeError(f"{op}: Input type ({x.dtype}) and weight type ({w.dtype}) should be the same")
+        raise RuntimeError(f"expected scalar type {_scalar_name(x)} but found {_scalar_name(w)} ({op}: input is "
+                           f"{x.dtype}, weight is {w.dtype}; cast one of them)")
     if b is not None:
         check_float(b, op, "bias")
         check_same_device(x, b, op)
@@ -442,9 +449,10 @@ def _conv_transpose(op, nd, input, weight, bias, stride, padding, output_padding
     if any(v < 0 for v in output_padding):
         raise RuntimeError("negative output_padding is not supported")
     if any(o >= s and o >= d for o, s, d in zip(output_padding, stride, dilation)):
-        raise RuntimeError(f"output padding must be smaller than either stride or dilation, but got "
-                           f"output_padding={list(output_padding)}, stride={list(stride)}, "
-                           f"dilation={list(dilation)}")
+        names = ("depth", "height", "width")[3 - nd:]
+        got = " ".join(f"{what}_{n}: {v}" for what, vals in (("output_padding", output_padding), ("stride", stride),
+                                                              ("dilation", dilation)) for n, v in zip(names, vals))
+        raise RuntimeError(f"output padding must be smaller than either stride or dilation, but got {got}")
     Cin = x.shape[1]
     if weight.shape[0] != Cin:
         raise RuntimeError(f"Given transposed=1, weight of size {list(weight.shape)}, expected input"

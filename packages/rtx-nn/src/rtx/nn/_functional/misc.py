@@ -214,7 +214,7 @@ def pad(input, pad, mode="constant", value=None):
     if value is not None and value != 0:
         raise RuntimeError(f'Padding mode "{mode}" doesn\'t take in value argument')
     if not (k in (1, 2, 3) and nd in (k + 1, k + 2)):
-        raise NotImplementedError("Only 2D, 3D, 4D, 5D padding with non-constant padding are supported for now")
+        raise NotImplementedError(f"Padding size {len(pad)} is not supported for {nd}D input tensor.")
     y = input
     for i, (lo, hi) in enumerate(per_dim):
         axis = nd - k + i
@@ -392,9 +392,9 @@ def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
         raise RuntimeError(f"kernel size should be greater than zero, but got kernel_size={list(kernel)}")
     out = _out_shape(x.shape[2:], kernel, geom)
     if any(o <= 0 for o in out):
-        raise RuntimeError(f"Given input with spatial size {list(x.shape[2:])}, kernel_size={list(kernel)}, "
-                           f"dilation={list(geom.dilation)}, padding={[p for p, _ in geom.pads]}, calculated shape of "
-                           f"the array of sliding blocks as {list(out)}, but its components must be at least one.")
+        raise RuntimeError(f"Given input with spatial size {tuple(x.shape[2:])}, kernel_size={kernel}, "
+                           f"dilation={geom.dilation}, padding={tuple(p for p, _ in geom.pads)}, calculated shape of "
+                           f"the array of sliding blocks as {out}, but its components must be at least one.")
     y = Im2Col.apply(x, kernel=kernel, geom=geom)
     return y.squeeze(0) if unbatched else y
 

@@ -71,7 +71,9 @@ def _geometry(op, x, nd, kernel_size, stride, padding, dilation, ceil_mode, max_
     dilation = _ntuple(dilation, nd, "dilation", op)
     if any(k <= 0 for k in kernel):
         raise RuntimeError(f"{op}: kernel_size must be greater than zero, but got {list(kernel)}")
-    if any(s <= 0 for s in stride):
+    if any(s == 0 for s in stride):
+        raise RuntimeError("stride should not be zero")
+    if any(s < 0 for s in stride):
         raise RuntimeError(f"{op}: stride must be greater than zero, but got {list(stride)}")
     if any(d <= 0 for d in dilation):
         raise RuntimeError(f"{op}: dilation must be greater than zero, but got {list(dilation)}")
@@ -82,7 +84,8 @@ def _geometry(op, x, nd, kernel_size, stride, padding, dilation, ceil_mode, max_
             raise RuntimeError(f"pad should be at most half of effective kernel size, but got pad={p}, "
                                f"kernel_size={k} and dilation={d}")
         if not max_pool and p > k // 2:
-            raise RuntimeError(f"pad should be at most half of kernel size, but got pad={p} and kernel_size={k}")
+            raise RuntimeError(f"pad should be at most half of effective kernel size, but got pad={p}, "
+                               f"kernel_size={k} and dilation=1")
     in_shape = tuple(x.shape[2:])
     out = tuple(_pool_out(n, k, s, p, d, ceil_mode) for n, k, s, p, d in zip(in_shape, kernel, stride, padding,
                                                                              dilation))
@@ -549,7 +552,7 @@ def _max_unpool(op, nd, input, indices, kernel_size, stride, padding, output_siz
     if ia.size and (int(ia.min()) < 0 or int(ia.max()) >= P):
         bad = int(ia.max()) if int(ia.max()) >= P else int(ia.min())
         raise RuntimeError(f"Found an invalid max index: {bad} (output volumes are of size "
-                           f"{'x'.join(map(str, out))}")
+                           f"{'x'.join(map(str, out))})")
     y = PlaneScatter.apply(x, idx=ia.astype(np.int64, copy=False), plane=out, lead=tuple(x.shape[:2]))
     return y.squeeze(0) if unbatched else y
 

@@ -23,22 +23,14 @@ from __future__ import annotations
 import numpy as np
 
 import rtx
-from rtx._tensor.ops._util import cast
 from rtx._tensor.tensor import Tensor
+from rtx.nn._functional.dropout import dropout as _dropout
 from rtx.nn._functional.linear import linear
 from rtx.runtime import array_module
 
 __all__: list[str] = []
 
 MODES = ("RNN_TANH", "RNN_RELU", "LSTM", "GRU")
-
-
-def _dropout(x, p):
-    """Inverted dropout from rtx's RNG (between recurrent layers, training only)."""
-    if p >= 1.0:
-        return x * 0
-    keep = rtx.rand(tuple(x.shape), dtype=x.dtype, device=x.device) >= p
-    return x * cast(keep, x._data.dtype) * (1.0 / (1.0 - p))
 
 
 # ---- single cells (nn.RNNCell, nn.LSTMCell, nn.GRUCell) ---------------------------------------
@@ -105,10 +97,9 @@ def _direction(mode, x, h, c, w, reverse, masks):
     w_ih, w_hh, b_ih, b_hh, w_hr = w
     if mode != "GRU" and b_ih is not None:
         # The hidden bias does not depend on the step: fold it into the one big matmul.
-        xw = linear(x, w_ih, b_ih + b_hh)
-        b_hh = None
-    else:
-        xw = linear(x, w_ih, b_ih)
+        b_ih, b_hh = b_ih + b_hh, None
+    # (L*N, In) @ W_ih^T: one BLAS call, and one for W_ih's gradient.
+    xw = linear(x.reshape(-1, x.shape[-1]), w_ih, b_ih).reshape(x.shape[0], x.shape[1], w_ih.shape[0])
     steps = xw.unbind(0)
     w_hh_t = w_hh.t()
     w_hr_t = w_hr.t() if w_hr is not None else None

@@ -6,6 +6,7 @@ multi_head_attention_forward, which computes the same values.
 from __future__ import annotations
 
 import rtx
+import rtx.nn.attention  # noqa: F401  (so rtx.nn.attention.sdpa_kernel works after `import rtx`, as torch's)
 from rtx.nn import init
 from rtx.nn._functional.attention import multi_head_attention_forward
 from rtx.nn.modules.linear import Linear
