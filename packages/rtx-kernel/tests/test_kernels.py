@@ -70,3 +70,17 @@ def test_cuda_matches_reference(name, dtype):
         want = kernel.run(kernel.reference, sample)
         got = kernel.run(kernel, sample, convert=cp.asarray)  # dispatch picks the CUDA path
         assert_outputs_close(kernel, tuple(cp.asnumpy(g) for g in got), want, dtype, sample.label)
+
+
+def test_bfloat16_inputs_are_computed_in_float32():
+    from rtx.runtime.dtypes import bfloat16
+    x = np.random.default_rng(3).standard_normal((4, 8)).astype(bfloat16.np)
+    y = KERNELS["softmax"](x)
+    assert y.dtype == bfloat16.np
+    np.testing.assert_allclose(y.astype(np.float32), KERNELS["softmax"].reference(x.astype(np.float32)), rtol=1e-2)
+    p, g = np.ones(5, bfloat16.np), np.ones(5, bfloat16.np)
+    m, v = np.zeros(5, bfloat16.np), np.zeros(5, bfloat16.np)
+    KERNELS["adam_step"](p, g, m, v, step=1, lr=0.5, beta1=0.9, beta2=0.999, eps=1e-8)
+    assert p.dtype == bfloat16.np
+    np.testing.assert_allclose(p.astype(np.float32), 0.5, rtol=1e-2)      # written back in place
+    np.testing.assert_allclose(m.astype(np.float32), 0.1, rtol=1e-2)

@@ -56,7 +56,7 @@ def test_setattr_registers_parameters_modules_and_buffers():
     del m.fc
     assert "fc" not in m._modules
     with pytest.raises(AttributeError, match="'Net' object has no attribute 'fc'"):
-        m.fc
+        _ = m.fc
 
 
 def test_assigning_before_init_raises():
@@ -281,7 +281,7 @@ def test_forward_pre_hooks_and_hooks():
     h2 = lin.register_forward_hook(lambda mod, args, out: calls.append((mod, args[0].sum().item())) or out + 1)
     y = lin(rtx.ones(1, 2))
     assert calls == [(lin, 0.0)]
-    assert_close(y, lin.bias.detach() + 1)
+    assert_close(y, lin.bias.detach()[None] + 1)
     h1.remove()
     h2.remove()
     assert_close(lin(rtx.zeros(1, 2)), lin.bias.detach()[None])
@@ -498,3 +498,46 @@ def test_parameter():
     assert nn.Parameter().shape == (0,)
     with pytest.raises(TypeError, match="Parameter expects a Tensor"):
         nn.Parameter([1.0])
+
+
+def test_flatten_unflatten():
+    x = rtx.randn(2, 3, 4, 5)
+    assert nn.Flatten()(x).shape == (2, 60)
+    assert nn.Flatten(0, 2)(x).shape == (24, 5)
+    assert repr(nn.Flatten()) == "Flatten(start_dim=1, end_dim=-1)"
+    u = nn.Unflatten(1, (3, 20))
+    assert u(nn.Flatten()(x)).shape == (2, 3, 20)
+    assert nn.Unflatten(-1, [5, -1])(rtx.randn(2, 10)).shape == (2, 5, 2)
+    assert repr(u) == "Unflatten(dim=1, unflattened_size=(3, 20))"
+    with pytest.raises(TypeError, match="unflattened_size must be tuple of ints, but found element of type float"):
+        nn.Unflatten(1, (2, 2.0))
+    with pytest.raises(TypeError, match="unflattened_size must be a tuple of ints, but found type int"):
+        nn.Unflatten(1, 4)
+    y = nn.Sequential(nn.Flatten(), nn.Unflatten(1, (3, 4, 5)))(x)
+    assert_close(y, x)
+
+
+def test_full_backward_hook_grad_input_has_one_entry_per_argument():
+    class Pair(nn.Module):
+        def forward(self, a, b, scale):
+            return a * b * scale
+
+    m = Pair()
+    seen = {}
+
+    def hook(mod, grad_input, grad_output):
+        seen["gi"] = grad_input
+        return (grad_input[0] * 10, None, None)
+
+    m.register_full_backward_hook(hook)
+    a = rtx.tensor([1.0, 2.0], requires_grad=True)
+    b = rtx.tensor([3.0, 4.0])  # no gradient
+    m(a, b, 2.0).sum().backward()
+    assert len(seen["gi"]) == 3 and seen["gi"][1] is None and seen["gi"][2] is None
+    assert seen["gi"][0].tolist() == [6.0, 8.0]
+    assert a.grad.tolist() == [60.0, 80.0]
+    m2 = Pair()
+    m2.register_full_backward_hook(lambda mod, gi, go: (gi[0],))
+    with pytest.raises(RuntimeError, match="Backward hook returned an invalid number of grad_input, got 1, but "
+                                           "expected 3"):
+        m2(a, b, 2.0).sum().backward()

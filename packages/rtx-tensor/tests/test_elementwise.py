@@ -261,6 +261,15 @@ def _cz(*shape):
     ("imag", rtx.imag, 1),
     ("conj", rtx.conj, 1),
     ("where", lambda a, b: rtx.where(a.real > 0, a, b), 2),
+    # reductions over complex inputs, with the same checker
+    ("sum", lambda a: a.sum(1), 1),
+    ("mean", lambda a: a.mean(), 1),
+    ("prod", lambda a: a.prod(1), 1),
+    ("cumsum", lambda a: a.cumsum(1), 1),
+    ("cumprod", lambda a: a.cumprod(1), 1),
+    ("norm", lambda a: a.norm(), 1),
+    ("norm_1", lambda a: a.norm(1, dim=0), 1),
+    ("var", lambda a: a.var(1), 1),
 ])
 def test_complex_gradients(name, fn, n_in):
     _complex_check(fn, *[_cz(2, 3) for _ in range(n_in)])
@@ -279,7 +288,7 @@ def test_complex_parts_values_and_views():
     x = rtx.tensor([1.0, -2.0])
     assert rtx.real(x) is x and x.conj() is x and not x.is_conj()
     with pytest.raises(RuntimeError, match="imag is not implemented"):
-        x.imag
+        _ = x.imag
     assert_close(rtx.angle(rtx.tensor([-1, 0, 2])), np.array([math.pi, 0, 0], np.float32))
     with pytest.raises(RuntimeError, match="torch.sgn"):
         rtx.sign(z)
@@ -350,7 +359,7 @@ def test_bool_arithmetic():
     with pytest.raises(RuntimeError, match="logical_not"):
         a - 1
     with pytest.raises(RuntimeError, match="Negation"):
-        -a
+        _ = -a
 
 
 # ---- gradients at the edges ---------------------------------------------------------------------
@@ -424,6 +433,14 @@ def test_special_values():
     assert rtx.nan_to_num(rtx.tensor([1, 2])).tolist() == [1, 2]
     (g,) = _grads(rtx.nan_to_num, [1.0, math.inf, math.nan])
     assert g == [1.0, 0.0, 0.0]
+
+
+def test_clamp_nan():
+    nan = float("nan")
+    x = rtx.tensor([nan, 0.5, 2.0])
+    out = rtx.clamp(x, rtx.tensor([0.0, nan, 0.0]), rtx.tensor([1.0, 1.0, 1.0]))
+    assert np.isnan(out.numpy()[:2]).all() and out[2].item() == 1.0
+    assert np.isnan(rtx.clamp(x, 0.0, 1.0).numpy()[0])
 
 
 def test_clamp_tensor_bound_gradients():

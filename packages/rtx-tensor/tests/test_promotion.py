@@ -23,7 +23,7 @@ def T(values, dtype, zero_dim=False):
     return t.reshape(()) if zero_dim else t
 
 
-# ---- results PyTorch gives (each line checked against torch 2.x) ----------------------------------------
+# ---- results PyTorch's promotion rules give (torch docs: "Type promotion"; c10 promoteTypes) ------------
 
 KNOWN = [
     # (a, b, op, expected dtype)
@@ -38,6 +38,7 @@ KNOWN = [
     (lambda: T([1, 2], rtx.int8), lambda: T([3], rtx.int64, zero_dim=True), "add", rtx.int8),
     (lambda: T([1, 2], rtx.int8), lambda: T([3], rtx.float64, zero_dim=True), "mul", rtx.float64),
     (lambda: T([1, 2], rtx.complex64), lambda: T([3], rtx.float64, zero_dim=True), "add", rtx.complex64),
+    # PyTorch gives complex32 (ComplexHalf) here; rtx has no complex32 and uses complex64
     (lambda: T([1, 2], rtx.float16), lambda: T([3], rtx.complex128, zero_dim=True), "add", rtx.complex64),
     (lambda: T([1, 2], rtx.int32), 5, "mul", rtx.int32),
     (lambda: T([1, 2], rtx.float16), 1.5, "add", rtx.float16),

@@ -223,7 +223,9 @@ def test_empty_reductions():
     with pytest.raises(IndexError, match="max\\(\\): Expected reduction dim 0 to have non-zero size."):
         rtx.zeros(0, 3).max(0)
     with pytest.raises(IndexError, match="amax\\(\\): Expected reduction dim 0 to have non-zero size."):
-        rtx.zeros(0, 3).amax()
+        rtx.zeros(0, 3).amax(0)
+    with pytest.raises(RuntimeError, match="amin\\(\\): Expected reduction dim to be specified"):
+        rtx.zeros(0, 3).amin()
     with pytest.raises(IndexError, match="non-zero size"):
         rtx.zeros(0, 3).median(0)
 
@@ -333,6 +335,9 @@ def test_zero_dim_inputs():
     assert s.cumsum(0).item() == 2.5 and s.cumprod(0).shape == ()
     assert s.median().item() == 2.5 and s.median(0).indices.item() == 0
     assert s.logsumexp(0).item() == 2.5 and s.norm().item() == 2.5
+    c = s.cummax(0)
+    assert c.values.item() == 2.5 and c.indices.item() == 0 and c.indices.shape == ()
+    assert s.all(0).item() is True and s.count_nonzero(0).item() == 1 and s.mode(0).values.item() == 2.5
     with pytest.raises(IndexError):
         s.sum(1)
 

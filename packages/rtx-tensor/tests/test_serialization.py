@@ -178,6 +178,18 @@ def test_save_refuses_what_json_cannot_hold():
         roundtrip(loop)
 
 
+def test_header_length_that_starts_like_a_pickle():
+    # the header length is little-endian: a low byte of 0x80 is also a pickle's first byte
+    for k in range(1, 64):
+        buf = io.BytesIO()
+        rtx.save({"k" * k: rtx.ones(2)}, buf)
+        if buf.getvalue()[0] == 0x80:
+            break
+    buf.seek(0)
+    assert buf.getvalue()[0] == 0x80
+    assert list(rtx.load(buf)) == ["k" * k]
+
+
 def test_plain_safetensors_file_loads_as_dict(tmp_path):
     import ml_dtypes
     from safetensors.numpy import save_file

@@ -23,6 +23,9 @@ __version__ = "0.1.0"
 _sys.modules.setdefault("rtx.cuda", cuda)
 _sys.modules.setdefault("rtx.linalg", linalg)
 _sys.modules.setdefault("rtx.serialization", serialization)
+from rtx._tensor.ops import return_types  # noqa: E402
+
+_sys.modules.setdefault("rtx.return_types", return_types)  # named results pickle by this path
 
 
 # Every subpackage DESIGN.md names, so a missing one gets a `pip install` hint.

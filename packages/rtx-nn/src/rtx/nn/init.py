@@ -1,11 +1,14 @@
-"""rtx.nn.init: PyTorch's initializers, in place, under no_grad, drawing from rtx's RNG."""
+"""rtx.nn.init: PyTorch's initializers, in place, under no_grad, drawing from rtx's RNG stream of the
+tensor's device (or the given generator), so rtx.manual_seed makes them reproducible."""
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 
 import rtx
+from rtx._tensor.tensor import Tensor
 from rtx.runtime.random import generator_for
 
 
@@ -50,31 +53,44 @@ def _fan(tensor, mode):
     return fan_in if mode == "fan_in" else fan_out
 
 
+def _gen(tensor, generator):
+    return generator if generator is not None else generator_for(tensor.device)
+
+
 def _fill(tensor, sample, generator=None):
-    """Write sample(numpy Generator, shape) into tensor without recording a graph."""
-    g = generator if generator is not None else generator_for(tensor.device)
-    values = sample(g.np, tuple(tensor.shape))
+    """Write sample(generator's array-module Generator, shape) into tensor, without a graph.
+    Only random() and standard_normal() are drawn: both NumPy's and CuPy's Generators have them."""
+    values = sample(_gen(tensor, generator).np, tuple(tensor.shape))
     with rtx.no_grad():
-        tensor.copy_(rtx.as_tensor(np.asarray(values)).to(tensor.device))
+        tensor.copy_(Tensor._make(values))
     return tensor
 
 
 def uniform_(tensor, a=0.0, b=1.0, generator=None):
-    return _fill(tensor, lambda rng, s: rng.uniform(a, b, s), generator)
+    """Fill with U(a, b)."""
+    return _fill(tensor, lambda rng, s: a + (b - a) * rng.random(s), generator)
 
 
 def normal_(tensor, mean=0.0, std=1.0, generator=None):
-    return _fill(tensor, lambda rng, s: rng.normal(mean, std, s), generator)
+    """Fill with N(mean, std^2)."""
+    return _fill(tensor, lambda rng, s: mean + std * rng.standard_normal(s), generator)
 
 
 def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
+    """Fill with N(mean, std^2) truncated to [a, b], by PyTorch's inverse-CDF method."""
+    def cdf(x):
+        return (1.0 + math.erf(x / math.sqrt(2.0))) / 2.0
+
+    if mean < a - 2 * std or mean > b + 2 * std:
+        warnings.warn("mean is more than 2 std from [a, b] in nn.init.trunc_normal_. The distribution of values may "
+                      "be incorrect.", stacklevel=2)
+    lo, hi = cdf((a - mean) / std), cdf((b - mean) / std)
+
     def sample(rng, s):
-        out = rng.normal(mean, std, s)
-        bad = (out < a) | (out > b)
-        while bad.any():
-            out[bad] = rng.normal(mean, std, int(bad.sum()))
-            bad = (out < a) | (out > b)
-        return out
+        from rtx import kernel
+        v = (2 * lo - 1) + (2 * hi - 2 * lo) * rng.random(s)
+        x = kernel.erfinv(v) * (std * math.sqrt(2.0)) + mean
+        return x.clip(a, b)
     return _fill(tensor, sample, generator)
 
 
@@ -104,6 +120,8 @@ def dirac_(tensor, groups=1):
     if dims not in (3, 4, 5):
         raise ValueError("Only tensors with 3, 4, or 5 dimensions are supported")
     sizes = tensor.shape
+    if sizes[0] % groups != 0:
+        raise ValueError("dim 0 must be divisible by groups")
     out_per_group = sizes[0] // groups
     arr = np.zeros(tuple(sizes))
     for g in range(groups):
@@ -148,18 +166,19 @@ def kaiming_normal_(tensor, a=0, mode="fan_in", nonlinearity="leaky_relu", gener
 def orthogonal_(tensor, gain=1, generator=None):
     if tensor.ndim < 2:
         raise ValueError("Only tensors with 2 or more dimensions are supported")
+    if tensor.numel() == 0:
+        return tensor
     rows = tensor.shape[0]
     cols = tensor.numel() // rows
-    g = generator if generator is not None else generator_for(tensor.device)
-    flat = g.np.normal(0, 1, (rows, cols))
+    flat = _gen(tensor, generator).np.standard_normal((rows, cols))
     if rows < cols:
         flat = flat.T
-    q, r = np.linalg.qr(flat)
+    q, r = np.linalg.qr(flat)  # NumPy's functions dispatch to CuPy for device arrays
     q *= np.sign(np.diag(r))
     if rows < cols:
         q = q.T
     with rtx.no_grad():
-        tensor.copy_(rtx.as_tensor((gain * q).reshape(tuple(tensor.shape))))
+        tensor.copy_(Tensor._make((gain * q).reshape(tuple(tensor.shape))))
     return tensor
 
 
@@ -167,13 +186,13 @@ def sparse_(tensor, sparsity, std=0.01, generator=None):
     if tensor.ndim != 2:
         raise ValueError("Only tensors with 2 dimensions are supported")
     rows, cols = tensor.shape
-    g = generator if generator is not None else generator_for(tensor.device)
-    arr = g.np.normal(0, std, (rows, cols))
+    rng = _gen(tensor, generator).np
+    arr = rng.standard_normal((rows, cols)) * std
     zeros = int(math.ceil(sparsity * rows))
     for c in range(cols):
-        arr[g.np.permutation(rows)[:zeros], c] = 0
+        arr[rng.random(rows).argsort()[:zeros], c] = 0  # a random permutation's first `zeros` rows
     with rtx.no_grad():
-        tensor.copy_(rtx.as_tensor(arr))
+        tensor.copy_(Tensor._make(arr))
     return tensor
 
 

@@ -15,6 +15,7 @@ from collections import defaultdict
 from enum import Enum
 
 import numpy as np
+
 from rtx._tensor.tensor import Tensor
 from rtx.runtime.dtypes import float16
 

@@ -8,8 +8,19 @@ from __future__ import annotations
 
 import numpy as np
 
-from rtx.optim.optimizer import (Optimizer, _advance, _as_step_tensor, _bump, _grad_with_decay, _lr,
-                                 _no_differentiable, _no_grad_step, _scalar_state, _zeros_like)
+from rtx.optim.optimizer import (
+    Optimizer,
+    _a,
+    _advance,
+    _as_step_tensor,
+    _bump,
+    _grad_with_decay,
+    _lr,
+    _no_differentiable,
+    _no_grad_step,
+    _scalar_state,
+    _zeros_like,
+)
 
 __all__ = ["Adadelta", "adadelta"]
 
@@ -64,8 +75,8 @@ def adadelta(params, grads, square_avgs, acc_deltas, state_steps, capturable=Fal
     lr = _lr(lr)
     for param, grad, square_avg, acc_delta, step_t in zip(params, grads, square_avgs, acc_deltas, state_steps):
         _advance(step_t)
-        p, v, u = param._data, square_avg._data, acc_delta._data
-        g = _grad_with_decay(p, grad._data, weight_decay, maximize)
+        p, v, u = _a(param), _a(square_avg), _a(acc_delta)
+        g = _grad_with_decay(p, _a(grad), weight_decay, maximize)
         v *= rho
         tmp = np.multiply(g, g)
         tmp *= 1 - rho

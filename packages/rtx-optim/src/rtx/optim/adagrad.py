@@ -7,8 +7,19 @@ from __future__ import annotations
 
 import numpy as np
 
-from rtx.optim.optimizer import (Optimizer, _advance, _as_step_tensor, _bump, _full_like, _grad_with_decay, _lr,
-                                 _no_differentiable, _no_grad_step, _scalar_state)
+from rtx.optim.optimizer import (
+    Optimizer,
+    _a,
+    _advance,
+    _as_step_tensor,
+    _bump,
+    _full_like,
+    _grad_with_decay,
+    _lr,
+    _no_differentiable,
+    _no_grad_step,
+    _scalar_state,
+)
 
 __all__ = ["Adagrad", "adagrad"]
 
@@ -72,8 +83,8 @@ def adagrad(params, grads, state_sums, state_steps, fused=None, grad_scale=None,
     lr = _lr(lr)
     for param, grad, state_sum, step_t in zip(params, grads, state_sums, state_steps):
         step = _advance(step_t)
-        p, s = param._data, state_sum._data
-        g = _grad_with_decay(p, grad._data, weight_decay, maximize)
+        p, s = _a(param), _a(state_sum)
+        g = _grad_with_decay(p, _a(grad), weight_decay, maximize)
         clr = lr / (1 + (step - 1) * lr_decay)
         tmp = np.multiply(g, g)
         s += tmp

@@ -11,9 +11,18 @@ buffer on the CPU.
 from __future__ import annotations
 
 from rtx.kernel import adam_step
-
-from rtx.optim.optimizer import (Optimizer, _advance, _as_step_tensor, _bump, _lr, _no_differentiable, _no_grad_step,
-                                 _scalar_state, _zeros_like)
+from rtx.optim.optimizer import (
+    Optimizer,
+    _a,
+    _advance,
+    _as_step_tensor,
+    _bump,
+    _lr,
+    _no_differentiable,
+    _no_grad_step,
+    _scalar_state,
+    _zeros_like,
+)
 
 __all__ = ["Adam", "adam"]
 
@@ -90,8 +99,8 @@ def adam(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, for
         if amsgrad:
             vmax = max_exp_avg_sqs[i]
             _bump(vmax)
-            vmax = vmax._data
-        adam_step(param._data, grad._data, exp_avgs[i]._data, exp_avg_sqs[i]._data, step=step, lr=lr, beta1=beta1,
+            vmax = _a(vmax)
+        adam_step(_a(param), _a(grad), _a(exp_avgs[i]), _a(exp_avg_sqs[i]), step=step, lr=lr, beta1=beta1,
                   beta2=beta2, eps=eps, weight_decay=weight_decay, decoupled_weight_decay=decoupled_weight_decay,
                   amsgrad=amsgrad, max_exp_avg_sq=vmax, maximize=maximize)
         _bump(param)

@@ -7,8 +7,20 @@ from __future__ import annotations
 
 import numpy as np
 
-from rtx.optim.optimizer import (Optimizer, _advance, _as_step_tensor, _bump, _grad_with_decay, _lerp_, _lr,
-                                 _no_differentiable, _no_grad_step, _scalar_state, _zeros_like)
+from rtx.optim.optimizer import (
+    Optimizer,
+    _a,
+    _advance,
+    _as_step_tensor,
+    _bump,
+    _grad_with_decay,
+    _lerp_,
+    _lr,
+    _no_differentiable,
+    _no_grad_step,
+    _scalar_state,
+    _zeros_like,
+)
 
 __all__ = ["Adamax", "adamax"]
 
@@ -66,8 +78,8 @@ def adamax(params, grads, exp_avgs, exp_infs, state_steps, foreach=None, maximiz
     lr = _lr(lr)
     for param, grad, exp_avg, exp_inf, step_t in zip(params, grads, exp_avgs, exp_infs, state_steps):
         step = _advance(step_t)
-        p, m, u = param._data, exp_avg._data, exp_inf._data
-        g = _grad_with_decay(p, grad._data, weight_decay, maximize)
+        p, m, u = _a(param), _a(exp_avg), _a(exp_inf)
+        g = _grad_with_decay(p, _a(grad), weight_decay, maximize)
         tmp = np.empty_like(m)
         _lerp_(m, g, 1 - beta1, tmp)
         u *= beta2

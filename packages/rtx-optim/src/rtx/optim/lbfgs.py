@@ -8,12 +8,10 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 from rtx._tensor.tensor import Tensor
 from rtx.autograd.grad_mode import enable_grad, no_grad
-from rtx.runtime import array_module
-
 from rtx.optim.optimizer import Optimizer, _bump, _lr
+from rtx.runtime import array_module
 
 __all__ = ["LBFGS"]
 

@@ -14,7 +14,6 @@ from collections import Counter
 from functools import partial
 
 from rtx._tensor.tensor import Tensor
-
 from rtx.optim.optimizer import Optimizer
 
 __all__ = ["LambdaLR", "MultiplicativeLR", "StepLR", "MultiStepLR", "ConstantLR", "LinearLR", "ExponentialLR",

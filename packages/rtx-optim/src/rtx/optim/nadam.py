@@ -10,8 +10,20 @@ from __future__ import annotations
 
 import numpy as np
 
-from rtx.optim.optimizer import (Optimizer, _advance, _as_step_tensor, _bump, _grad_with_decay, _lerp_, _lr,
-                                 _no_differentiable, _no_grad_step, _scalar_state, _zeros_like)
+from rtx.optim.optimizer import (
+    Optimizer,
+    _a,
+    _advance,
+    _as_step_tensor,
+    _bump,
+    _grad_with_decay,
+    _lerp_,
+    _lr,
+    _no_differentiable,
+    _no_grad_step,
+    _scalar_state,
+    _zeros_like,
+)
 
 __all__ = ["NAdam", "nadam"]
 
@@ -79,13 +91,13 @@ def nadam(params, grads, exp_avgs, exp_avg_sqs, mu_products, state_steps, decoup
     for param, grad, exp_avg, exp_avg_sq, mu_product, step_t in zip(params, grads, exp_avgs, exp_avg_sqs,
                                                                       mu_products, state_steps):
         step = _advance(step_t)
-        p, m, v = param._data, exp_avg._data, exp_avg_sq._data
+        p, m, v = _a(param), _a(exp_avg), _a(exp_avg_sq)
         bias_correction2 = 1 - beta2 ** step
         if weight_decay != 0 and decoupled_weight_decay:
             p *= 1 - lr * weight_decay
-            g = _grad_with_decay(p, grad._data, 0, maximize)
+            g = _grad_with_decay(p, _a(grad), 0, maximize)
         else:
-            g = _grad_with_decay(p, grad._data, weight_decay, maximize)
+            g = _grad_with_decay(p, _a(grad), weight_decay, maximize)
         mu = beta1 * (1.0 - 0.5 * 0.96 ** (step * momentum_decay))
         mu_next = beta1 * (1.0 - 0.5 * 0.96 ** ((step + 1) * momentum_decay))
         mu_product._data *= mu

@@ -15,11 +15,16 @@ from itertools import chain
 from typing import Any, Callable
 
 import numpy as np
+
 from rtx._tensor.tensor import Tensor
 from rtx.autograd.grad_mode import enable_grad, no_grad
 from rtx.runtime.dtypes import float32 as _float32
 
 __all__ = ["Optimizer", "register_optimizer_step_pre_hook", "register_optimizer_step_post_hook", "required"]
+
+
+# Per-parameter scalars kept as CPU float32 tensors whatever the parameter's dtype.
+_SCALAR_STATE = ("step", "mu_product")
 
 
 class _RequiredParameter:
@@ -310,13 +315,15 @@ class Optimizer:
     @staticmethod
     def _process_value_according_to_param_policy(param, value, param_id, param_groups, key=None):
         # Floating state follows the parameter's dtype and device; 'step' stays as saved (it is a
-        # CPU float32 counter unless the group is fused/capturable), as PyTorch does.
+        # CPU float32 counter unless the group is fused/capturable), as PyTorch does. NAdam's
+        # 'mu_product' too, unlike PyTorch (which casts it to a float64 parameter's dtype, so a
+        # resumed run drifts from an uninterrupted one in the last bits).
         fused = capturable = False
         for pg in param_groups:
             if param_id in pg["params"]:
                 fused, capturable = pg.get("fused", False), pg.get("capturable", False)
                 break
-        if key == "step":
+        if key in _SCALAR_STATE:
             if capturable or fused:
                 return _copy_to(value, _float32, param)
             return _copy_to(value, None, None)
@@ -461,3 +468,10 @@ def _no_differentiable(differentiable):
     if differentiable:
         raise NotImplementedError("rtx optimizers update parameters in place outside autograd: "
                                   "differentiable=True is not supported")
+
+
+def _a(t: Tensor):
+    """t's array, with a 0-d one viewed as 1-d: NumPy ufuncs return scalars, not arrays, for 0-d
+    inputs, and `out=` needs arrays (so does rtx.kernel's CPU path)."""
+    d = t._data
+    return d.reshape(1) if d.ndim == 0 else d

@@ -14,8 +14,20 @@ import math
 
 import numpy as np
 
-from rtx.optim.optimizer import (Optimizer, _advance, _as_step_tensor, _bump, _grad_with_decay, _lerp_, _lr,
-                                 _no_differentiable, _no_grad_step, _scalar_state, _zeros_like)
+from rtx.optim.optimizer import (
+    Optimizer,
+    _a,
+    _advance,
+    _as_step_tensor,
+    _bump,
+    _grad_with_decay,
+    _lerp_,
+    _lr,
+    _no_differentiable,
+    _no_grad_step,
+    _scalar_state,
+    _zeros_like,
+)
 
 __all__ = ["RAdam", "radam"]
 
@@ -77,12 +89,12 @@ def radam(params, grads, exp_avgs, exp_avg_sqs, state_steps, decoupled_weight_de
     rho_inf = 2 / (1 - beta2) - 1
     for param, grad, exp_avg, exp_avg_sq, step_t in zip(params, grads, exp_avgs, exp_avg_sqs, state_steps):
         step = _advance(step_t)
-        p, m, v = param._data, exp_avg._data, exp_avg_sq._data
+        p, m, v = _a(param), _a(exp_avg), _a(exp_avg_sq)
         if weight_decay != 0 and decoupled_weight_decay:
             p *= 1 - lr * weight_decay
-            g = _grad_with_decay(p, grad._data, 0, maximize)
+            g = _grad_with_decay(p, _a(grad), 0, maximize)
         else:
-            g = _grad_with_decay(p, grad._data, weight_decay, maximize)
+            g = _grad_with_decay(p, _a(grad), weight_decay, maximize)
         tmp = np.empty_like(m)
         _lerp_(m, g, 1 - beta1, tmp)
         v *= beta2

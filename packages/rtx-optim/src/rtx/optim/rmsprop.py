@@ -9,8 +9,20 @@ from __future__ import annotations
 
 import numpy as np
 
-from rtx.optim.optimizer import (Optimizer, _advance, _as_step_tensor, _bump, _grad_with_decay, _lerp_, _lr,
-                                 _no_differentiable, _no_grad_step, _scalar_state, _zeros_like)
+from rtx.optim.optimizer import (
+    Optimizer,
+    _a,
+    _advance,
+    _as_step_tensor,
+    _bump,
+    _grad_with_decay,
+    _lerp_,
+    _lr,
+    _no_differentiable,
+    _no_grad_step,
+    _scalar_state,
+    _zeros_like,
+)
 
 __all__ = ["RMSprop", "rmsprop"]
 
@@ -75,15 +87,15 @@ def rmsprop(params, grads, square_avgs, grad_avgs, momentum_buffer_list, state_s
     lr = _lr(lr)
     for i, param in enumerate(params):
         _advance(state_steps[i])
-        p, v = param._data, square_avgs[i]._data
-        g = _grad_with_decay(p, grads[i]._data, weight_decay, maximize)
+        p, v = _a(param), _a(square_avgs[i])
+        g = _grad_with_decay(p, _a(grads[i]), weight_decay, maximize)
         v *= alpha
         tmp = np.multiply(g, g)
         tmp *= 1 - alpha
         v += tmp
         _bump(square_avgs[i])
         if centered:
-            g_avg = grad_avgs[i]._data
+            g_avg = _a(grad_avgs[i])
             _lerp_(g_avg, g, 1 - alpha, tmp)
             _bump(grad_avgs[i])
             np.multiply(g_avg, g_avg, out=tmp)
@@ -94,7 +106,7 @@ def rmsprop(params, grads, square_avgs, grad_avgs, momentum_buffer_list, state_s
         tmp += eps
         np.divide(g, tmp, out=tmp)
         if momentum > 0:
-            buf = momentum_buffer_list[i]._data
+            buf = _a(momentum_buffer_list[i])
             buf *= momentum
             buf += tmp
             _bump(momentum_buffer_list[i])

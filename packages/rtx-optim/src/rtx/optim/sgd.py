@@ -10,8 +10,7 @@ the CPU (as fast as the ufunc code written here would be; see the package README
 from __future__ import annotations
 
 from rtx.kernel import sgd_step
-
-from rtx.optim.optimizer import Optimizer, _bump, _lr, _no_differentiable, _no_grad_step, _zeros_like
+from rtx.optim.optimizer import Optimizer, _a, _bump, _lr, _no_differentiable, _no_grad_step, _zeros_like
 
 __all__ = ["SGD", "sgd"]
 
@@ -76,7 +75,7 @@ def sgd(params, d_p_list, momentum_buffer_list, has_sparse_grad=False, foreach=N
                 buf = momentum_buffer_list[i] = _zeros_like(param)
                 first = True
             _bump(buf)
-            buf = buf._data
-        sgd_step(param._data, grad._data, buf, lr=lr, momentum=momentum, dampening=dampening, nesterov=nesterov,
+            buf = _a(buf)
+        sgd_step(_a(param), _a(grad), buf, lr=lr, momentum=momentum, dampening=dampening, nesterov=nesterov,
                  weight_decay=weight_decay, maximize=maximize, first_step=first)
         _bump(param)

@@ -35,7 +35,7 @@ GROUP = "rtx.commands"
 
 # Commands that other distributions provide, so that `rtx demo` without them says what to install.
 KNOWN = {
-    "demo": ("rtx-core", "train a small model end to end"),
+    "demo": ("rtx-demo", "train a small CNN on the digits data set, end to end"),
     "hub": ("rtx-hub", "download and publish pretrained models"),
     "serve": ("rtx-serving-api", "serve models over HTTP"),
     "launch": ("rtx-distributed", "start a data-parallel job (MPI/NCCL)"),

@@ -13,6 +13,15 @@ from rtx.autograd.grad_mode import _state
 _EMPTY = {}
 
 
+def check_broadcast(sa, sb):
+    """PyTorch's error for shapes that do not broadcast (NumPy's would be a ValueError)."""
+    for i in range(1, min(len(sa), len(sb)) + 1):
+        a, b = sa[-i], sb[-i]
+        if a != b and a != 1 and b != 1:
+            raise RuntimeError(f"The size of tensor a ({a}) must match the size of tensor b ({b}) at non-singleton "
+                               f"dimension {max(len(sa), len(sb)) - i}")
+
+
 def _make_fast(prim, general, ufunc, float_only=False):
     apply_graph = prim._apply_with_graph
     make = Tensor._make
@@ -22,6 +31,8 @@ def _make_fast(prim, general, ufunc, float_only=False):
         if type(other) is Tensor:
             o = other._data
             if d.dtype is o.dtype and type(d) is type(o) and (not float_only or d.dtype.kind == "f"):
+                if d.shape != o.shape:
+                    check_broadcast(d.shape, o.shape)
                 if _state.enabled and (self.requires_grad or other.requires_grad):
                     return apply_graph((self, other), _EMPTY)
                 return make(ufunc(d, o))

@@ -200,16 +200,18 @@ def _read(f):
 def _sniff(data, name):
     if len(data) == 0:
         raise _FormatError(f"rtx.load: {name} is empty")
+    # safetensors first: its 8-byte header length may well start with 0x80, a pickle's first byte
+    st = len(data) >= 9 and data[8:9] == b"{"
+    n = struct.unpack("<Q", data[:8])[0] if st else 0
+    if st and 8 + n <= len(data):
+        return "safetensors"
     if data[:4] in (b"PK\x03\x04", b"PK\x05\x06"):
         return "zip"
     if data[:1] == b"\x80":
         return "pickle"
-    if len(data) >= 9 and data[8:9] == b"{":
-        n = struct.unpack("<Q", data[:8])[0]
-        if 8 + n > len(data):
-            raise _FormatError(f"rtx.load: {name} is a truncated safetensors file (its header says {n} bytes, the "
-                               f"file has {len(data) - 8} after the length)")
-        return "safetensors"
+    if st:
+        raise _FormatError(f"rtx.load: {name} is a truncated safetensors file (its header says {n} bytes, the "
+                           f"file has {len(data) - 8} after the length)")
     raise _FormatError(f"rtx.load: {name} is not an rtx (safetensors) file or a PyTorch checkpoint (it starts with "
                        f"{data[:8]!r})")
 

@@ -282,7 +282,9 @@ class Tensor:
 
     def __reduce_ex__(self, protocol):
         from rtx._tensor.serialization import _rebuild_tensor
-        return (_rebuild_tensor, (self.__array__(), str(self.device), self.requires_grad))
+        # nn.Parameter is this class with a flag in __dict__: the flag travels with copies and pickles.
+        state = {k: v for k, v in self.__dict__.items() if k in ("_is_param", "_param_kind")}
+        return (_rebuild_tensor, (self.__array__(), str(self.device), self.requires_grad)) + ((state,) if state else ())
 
     def __repr__(self):
         from rtx._tensor.printing import tensor_repr

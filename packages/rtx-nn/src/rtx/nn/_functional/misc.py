@@ -357,7 +357,9 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     for i in range(dim):
         n, o = input.shape[2 + i], out[i]
         s = None if scales is None else scales[i]
-        if n == o and (mode == "nearest" or align_corners or s is None or s == 1.0):
+        # PyTorch leaves an axis whose size does not change alone in the nearest and linear modes,
+        # whatever the scale factor (bicubic and nearest-exact still resample it by the factor).
+        if n == o and (mode in ("nearest", "linear", "bilinear", "trilinear") or align_corners or s is None):
             continue
         y = Resample.apply(y, axis=2 + i, taps=_taps(mode, n, o, align_corners, s), in_size=n, out_size=o)
     return y if y is not input else input.clone()

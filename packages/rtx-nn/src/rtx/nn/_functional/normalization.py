@@ -170,8 +170,9 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
         _update_running(running_mean, mean.reshape(C), momentum)
     if running_var is not None:
         _update_running(running_var, var.reshape(C) * (n / (n - 1)), momentum)
-    return NativeBatchNorm.apply(input, None if w is None else w.reshape(shape), None if b is None else b.reshape(shape),
-                            axes=axes, eps=eps, mean=mean, var=var)
+    w = None if w is None else w.reshape(shape)
+    b = None if b is None else b.reshape(shape)
+    return NativeBatchNorm.apply(input, w, b, axes=axes, eps=eps, mean=mean, var=var)
 
 
 def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None, use_input_stats=True,
@@ -202,8 +203,9 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
         _update_running(running_mean, mean.reshape(-1, C).mean(axis=0), momentum)
     if running_var is not None:
         _update_running(running_var, (var.reshape(-1, C) * (n / (n - 1))).mean(axis=0), momentum)
-    return NativeBatchNorm.apply(input, None if w is None else w.reshape(shape), None if b is None else b.reshape(shape),
-                            axes=axes, eps=eps, mean=mean, var=var)
+    w = None if w is None else w.reshape(shape)
+    b = None if b is None else b.reshape(shape)
+    return NativeBatchNorm.apply(input, w, b, axes=axes, eps=eps, mean=mean, var=var)
 
 
 # ---- trailing-axes normalisation through rtx.kernel (layer_norm, rms_norm, group_norm) ------------

@@ -21,13 +21,19 @@ class _Identity(Function):
 
 
 class BackwardHookState:
+    """One call's worth of hook state. grad_input has one entry per positional argument of the
+    call (None where the argument is not a tensor that requires grad), as PyTorch's."""
+
     def __init__(self, module):
         self.module = module
         self.grad_output = None
-        self.n_inputs = 0
+        self.n_args = 0
+        self.grad_slots = []  # positions of the arguments whose gradients flow back
 
     def _wrap(self, values, kind):
         positions = [i for i, v in enumerate(values) if type(v) is Tensor and v.requires_grad]
+        if kind == "input":
+            self.grad_slots = positions
         if not positions:
             return values
         wrapped = _Identity.apply(self, kind, *[values[i] for i in positions])
@@ -38,7 +44,7 @@ class BackwardHookState:
         return tuple(out)
 
     def wrap_inputs(self, args):
-        self.n_inputs = sum(1 for a in args if type(a) is Tensor and a.requires_grad)
+        self.n_args = len(args)
         return self._wrap(args, "input")
 
     def wrap_outputs(self, out):
@@ -57,12 +63,23 @@ class BackwardHookState:
                 if result is not None:
                     grads = tuple(result) if isinstance(result, (tuple, list)) else (result,)
             self.grad_output = grads
-            if self.n_inputs == 0:  # no input needs grad: the hooks fire now with grad_input None
+            if not self.grad_slots:  # no input needs grad: the hooks fire now, grad_input all None
                 for hook in module._backward_hooks.values():
-                    hook(module, (None,), grads)
+                    result = hook(module, (None,) * max(self.n_args, 1), grads)
+                    if result is not None and not all(r is None for r in result):
+                        raise RuntimeError("Backward hook for Modules where no input requires gradient should "
+                                           "always return None or None for all gradients.")
             return grads
+        grad_input = [None] * self.n_args
+        for slot, g in zip(self.grad_slots, grads):
+            grad_input[slot] = g
+        grad_input = tuple(grad_input)
         for hook in module._backward_hooks.values():
-            result = hook(module, grads, self.grad_output)
+            result = hook(module, grad_input, self.grad_output)
             if result is not None:
-                grads = tuple(result) if isinstance(result, (tuple, list)) else (result,)
-        return grads
+                result = tuple(result) if isinstance(result, (tuple, list)) else (result,)
+                if len(result) != len(grad_input):
+                    raise RuntimeError(f"Backward hook returned an invalid number of grad_input, got {len(result)}, "
+                                       f"but expected {len(grad_input)}")
+                grad_input = result
+        return tuple(grad_input[slot] for slot in self.grad_slots)

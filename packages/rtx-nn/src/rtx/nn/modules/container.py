@@ -68,6 +68,11 @@ class Sequential(Module):
         return self
 
     def insert(self, index, module):
+        if not isinstance(module, Module):
+            raise AssertionError(f"module should be of type: {Module}, got {type(module).__name__}")
+        n = len(self._modules)
+        if not -n <= index <= n:
+            raise IndexError(f"Index out of range: {index}")
         mods = list(self._modules.values())
         mods.insert(index, module)
         self._modules.clear()
@@ -79,6 +84,11 @@ class Sequential(Module):
         for m in sequential:
             self.append(m)
         return self
+
+    def pop(self, key):
+        v = self[key]
+        del self[key]
+        return v
 
     def forward(self, input):
         for module in self._modules.values():
@@ -134,6 +144,31 @@ class ModuleList(Module):
         self._modules.clear()
         for i, m in enumerate(mods):
             self.add_module(str(i), m)
+
+    def pop(self, key):
+        v = self[key]
+        del self[key]
+        return v
+
+    def __add__(self, other):
+        return ModuleList(list(self) + list(other))
+
+    def __repr__(self):
+        # PyTorch's compact form: runs of modules with equal reprs print once, as "(0-2): 3 x ...".
+        reprs = [repr(m) for m in self]
+        if not reprs:
+            return self._get_name() + "()"
+        blocks = []  # [start, end, repr]
+        for i, r in enumerate(reprs):
+            if blocks and blocks[-1][2] == r:
+                blocks[-1][1] = i
+            else:
+                blocks.append([i, i, r])
+        lines = []
+        for start, end, r in blocks:
+            head = f"({start}): " if start == end else f"({start}-{end}): {end - start + 1} x "
+            lines.append((head + r).replace("\n", "\n  "))
+        return self._get_name() + "(\n  " + "\n  ".join(lines) + "\n)"
 
     def forward(self, *args, **kwargs):
         raise NotImplementedError("ModuleList has no forward(): iterate over it and call its modules")
@@ -225,8 +260,7 @@ class ParameterList(Module):
         return self
 
     def extra_repr(self):
-        return "\n".join(f"({i}): Parameter containing: [{p.dtype} of size {'x'.join(map(str, p.shape))}]"
-                         for i, p in enumerate(self))
+        return "\n".join(f"  ({i}): {_param_str(p, str(p.dtype))}" for i, p in enumerate(self))
 
 
 class ParameterDict(Module):
@@ -266,3 +300,25 @@ class ParameterDict(Module):
         items = parameters.items() if hasattr(parameters, "items") else parameters
         for k, v in items:
             self[k] = v
+
+    def pop(self, key):
+        v = self[key]
+        del self[key]
+        return v
+
+    def get(self, key, default=None):
+        return self._parameters.get(key, default)
+
+    def clear(self):
+        self._parameters.clear()
+
+    def extra_repr(self):
+        return "\n".join(f"  ({k}): {_param_str(p, p.type())}" for k, p in self.items())
+
+
+def _param_str(p, type_name):
+    """PyTorch's one-line summary of a parameter in ParameterList/ParameterDict reprs."""
+    size = "x".join(str(s) for s in p.shape)
+    device = f" ({p.device})" if p.device.type != "cpu" else ""
+    kind = "Parameter" if is_parameter(p) else "Tensor"
+    return f"{kind} containing: [{type_name} of size {size}{device}]"

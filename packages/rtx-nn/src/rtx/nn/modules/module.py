@@ -74,7 +74,7 @@ class Module:
         if is_parameter(value):
             if params is None:
                 raise AttributeError("cannot assign parameters before Module.__init__() call")
-            self._remove_from(name)
+            self._remove_from(name, keep="_parameters")
             self.register_parameter(name, value)
             return
         if params is not None and name in params:
@@ -90,7 +90,7 @@ class Module:
         if isinstance(value, Module):
             if modules is None:
                 raise AttributeError("cannot assign module before Module.__init__() call")
-            self._remove_from(name)
+            self._remove_from(name, keep="_modules")
             modules[name] = value
             return
         if modules is not None and name in modules:
@@ -101,7 +101,7 @@ class Module:
             return
         buffers = d.get("_buffers")
         if type(value) is Tensor and "_buffer_persistent" in value.__dict__:
-            self._remove_from(name)
+            self._remove_from(name, keep="_buffers")
             self.register_buffer(name, value, persistent=value.__dict__.pop("_buffer_persistent"))
             return
         if buffers is not None and name in buffers:
@@ -112,12 +112,16 @@ class Module:
             return
         object.__setattr__(self, name, value)
 
-    def _remove_from(self, name):
+    def _remove_from(self, name, keep):
+        """Drop `name` from every store but `keep`, where a reassignment keeps its place (as
+        PyTorch: replacing seq[0] or a tied weight must not reorder parameters or children)."""
         d = self.__dict__
         d.pop(name, None)
         for key in ("_parameters", "_buffers", "_modules"):
-            d[key].pop(name, None)
-        d["_non_persistent_buffers_set"].discard(name)
+            if key != keep:
+                d[key].pop(name, None)
+        if keep != "_buffers":
+            d["_non_persistent_buffers_set"].discard(name)
 
     def __getattr__(self, name):
         d = self.__dict__
@@ -305,7 +309,7 @@ class Module:
             for m in self.children():
                 m._apply(fn)
         with rtx.no_grad():
-            for key, p in self._parameters.items():
+            for p in self._parameters.values():
                 if p is None:
                     continue
                 new = fn(p)

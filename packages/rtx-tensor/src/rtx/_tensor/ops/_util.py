@@ -82,6 +82,9 @@ def operands(a, b, op: str):
 
 
 def _tensor_pair(a, b, op):
+    if a._data.shape != b._data.shape:
+        from rtx._tensor.fastpath import check_broadcast
+        check_broadcast(a._data.shape, b._data.shape)
     da, db = a._data.dtype, b._data.dtype
     if type(a._data) is not type(b._data):
         check_same_device(a, b, op)

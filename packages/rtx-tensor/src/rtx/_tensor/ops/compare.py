@@ -108,4 +108,7 @@ def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
 
 
 # Functions that are also Tensor methods (methods.py attaches them).
-METHODS = ['eq', 'ne', 'lt', 'le', 'gt', 'ge', 'greater', 'greater_equal', 'less', 'less_equal', 'not_equal', 'logical_and', 'logical_or', 'logical_xor', 'logical_not', 'bitwise_and', 'bitwise_or', 'bitwise_xor', 'bitwise_not', 'bitwise_left_shift', 'bitwise_right_shift', 'isnan', 'isinf', 'isfinite', 'isposinf', 'isneginf', 'signbit', 'isreal', 'equal', 'allclose', 'isclose']
+METHODS = ['eq', 'ne', 'lt', 'le', 'gt', 'ge', 'greater', 'greater_equal', 'less', 'less_equal', 'not_equal',
+           'logical_and', 'logical_or', 'logical_xor', 'logical_not', 'bitwise_and', 'bitwise_or', 'bitwise_xor',
+           'bitwise_not', 'bitwise_left_shift', 'bitwise_right_shift', 'isnan', 'isinf', 'isfinite', 'isposinf',
+           'isneginf', 'signbit', 'isreal', 'equal', 'allclose', 'isclose']

@@ -18,6 +18,8 @@ def _as_np_dtype(dtype):
 
 def _infer_dtype(data):
     """PyTorch's inference for Python data: floats -> default dtype, ints -> int64, bools -> bool."""
+    if isinstance(data, np.generic):
+        return data.dtype  # a NumPy scalar keeps its dtype (np.float64(1) -> float64), as in PyTorch
     if isinstance(data, bool):
         return np.bool_
     if isinstance(data, int):

@@ -14,11 +14,10 @@ import numpy as np
 
 from rtx._tensor.function import Primitive
 from rtx._tensor.ops import inplace as _inplace
-from rtx._tensor.ops.arith import where
 from rtx._tensor.ops._util import cast, check_same_device, sum_to, to_tensor, wrap_dim
+from rtx._tensor.ops.arith import where
 from rtx._tensor.ops.shape import Reshape, add_at, expand, getitem, reshape
 from rtx._tensor.tensor import Tensor
-from rtx.runtime import dtypes as _dt
 from rtx.runtime.devices import array_module
 
 # ---- argument checks -----------------------------------------------------------------------------
@@ -38,12 +37,11 @@ def _long_index(index, op, allow_int32=False):
     raise RuntimeError(f"{op}(): Expected dtype {want} for index, but got {index.dtype}")
 
 
-def _check_range(idx, size, dim, op, allow_negative=False):
-    """Every index within [0, size) (or [-size, size)); the error names the first bad one."""
+def _check_range(idx, size, dim, op):
+    """Every index within [0, size); the error names the first bad one."""
     if idx.size == 0:
         return
-    lo = -size if allow_negative else 0
-    bad = (idx < lo) | (idx >= size)
+    bad = (idx < 0) | (idx >= size)
     if bool(bad.any()):
         first = int(idx[bad].ravel()[0])
         raise IndexError(f"{op}(): index {first} is out of bounds for dimension {dim} with size {size}")

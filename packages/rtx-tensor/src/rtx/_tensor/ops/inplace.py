@@ -193,10 +193,13 @@ class ZeroAt(Primitive):
 
 
 def setitem(self, index, value):
-    from rtx._tensor.ops.shape import _index_arg
-    idx = _index_arg(index)
+    from rtx._tensor.ops.shape import _index_arg, _index_on
+    idx = _index_on(_index_arg(index), self._data)
     if type(value) is Tensor:
         if value.device != self.device:
+            if value._data.ndim == 0 and value.is_cpu and not _recording(self, value):
+                value = value.item()  # a CPU scalar tensor into a CUDA tensor, as PyTorch allows
+                return setitem(self, index, value)
             raise RuntimeError(f"setitem: value is on {value.device} but the tensor is on {self.device}")
         if value._data.dtype != self._data.dtype:
             value = cast(value, self._data.dtype)

@@ -232,7 +232,8 @@ class Det(Primitive):
     @staticmethod
     def backward(ctx, grad):
         (a,) = ctx.saved_tensors
-        g = (grad * ctx.output()).unsqueeze(-1).unsqueeze(-1)
+        d = ctx.output()
+        g = (grad * (d.conj() if d.is_complex() else d)).unsqueeze(-1).unsqueeze(-1)
         try:
             return g * Inv.apply(a).mH
         except LinAlgError:
@@ -437,9 +438,13 @@ def cholesky_inverse(input, upper=False):
 def svd(input, some=True, compute_uv=True):
     """torch.svd: (U, S, V) with V, not Vh; reduced unless some=False."""
     matrix_input(input, "svd")
+    if not compute_uv:  # PyTorch: zero-filled U (m x m) and V (n x n)
+        from rtx._tensor.linalg import svdvals
+        S = svdvals(input)
+        m, n = input.shape[-2:]
+        batch = tuple(input.shape[:-2])
+        return svd_result(input.new_zeros(batch + (m, m)), S, input.new_zeros(batch + (n, n)))
     U, S, Vh = SVD.apply(input, full_matrices=not some)
-    if not compute_uv:
-        return svd_result(U.new_zeros(U.shape), S, Vh.new_zeros(Vh.shape))
     return svd_result(U, S, Vh.mH)
 
 
@@ -743,12 +748,53 @@ def _np_einsum(equation, arrays):
     bf16 = arrays[0].dtype == _dt.bfloat16.np
     if bf16:  # np.einsum has no bfloat16 loop
         arrays = [a.astype(np.float32) for a in arrays]
-    out = np.einsum(equation, *arrays, optimize=len(arrays) > 1)
+    lhs, out_term = equation.split("->")
+    terms = lhs.split(",")
+    out = _pair_matmul(terms[0], terms[1], out_term, *arrays) if len(arrays) == 2 else None
+    if out is None:
+        out = np.einsum(equation, *arrays, optimize=len(arrays) > 1)
     if bf16:
         out = out.astype(_dt.bfloat16.np)
     elif any(np.may_share_memory(out, a) for a in arrays):
         out = out.copy()  # a transpose-only equation returns a view; einsum's result owns its memory
     return out
+
+
+def _pair_matmul(ta, tb, out, a, b):
+    """Two operands as one (batched) matmul, as PyTorch does: np.einsum falls back to its C
+    loop whenever a batch letter is shared, several times slower than BLAS. None where a letter
+    repeats inside an operand (a diagonal: left to np.einsum)."""
+    if len(set(ta)) != len(ta) or len(set(tb)) != len(tb):
+        return None
+    only_a = [c for c in ta if c not in tb and c not in out]
+    if only_a:
+        a = a.sum(axis=tuple(ta.index(c) for c in only_a))
+        ta = "".join(c for c in ta if c not in only_a)
+    only_b = [c for c in tb if c not in ta and c not in out]
+    if only_b:
+        b = b.sum(axis=tuple(tb.index(c) for c in only_b))
+        tb = "".join(c for c in tb if c not in only_b)
+    size = dict(zip(ta, a.shape))
+    size.update(zip(tb, b.shape))
+    batch = [c for c in ta if c in tb and c in out]
+    contracted = [c for c in ta if c in tb and c not in out]
+    left = [c for c in ta if c not in tb]
+    right = [c for c in tb if c not in ta]
+    if not contracted or not (left or right):  # no matrix product in it: np.einsum's loop is as good
+        return np.einsum(f"{ta},{tb}->{out}", a, b)
+
+    def prod(letters):
+        n = 1
+        for c in letters:
+            n *= size[c]
+        return n
+    bshape = tuple(size[c] for c in batch)
+    A = a.transpose([ta.index(c) for c in batch + left + contracted]).reshape(bshape + (prod(left), prod(contracted)))
+    B = b.transpose([tb.index(c) for c in batch + contracted + right]).reshape(bshape + (prod(contracted),
+                                                                                         prod(right)))
+    C = (A @ B).reshape(bshape + tuple(size[c] for c in left + right))
+    order = batch + left + right
+    return C.transpose([order.index(c) for c in out])
 
 
 class Einsum(Primitive):
@@ -778,7 +824,8 @@ def _einsum_grad(k, grad, ops, terms, out, sizes):
     for j, (t, o) in enumerate(zip(terms, ops)):
         if j != k:
             full = tuple(sizes[c] for c in t)
-            others.append((t, o if tuple(o.shape) == full else o.expand(full)))
+            o = o if tuple(o.shape) == full else o.expand(full)
+            others.append((t, o.conj() if o.is_complex() else o))  # PyTorch's convention: grad * conj(other)
     term = terms[k]
     uniq = list(dict.fromkeys(term))
     avail = set(out).union(*(set(t) for t, _ in others))

@@ -220,18 +220,23 @@ def _evenly(input, value, axes, keepdim):
     return Evenly.apply(input, value=xp_of(input).asarray(value), axes=axes, keepdim=keepdim)
 
 
+def _extreme(input, dim, keepdim, op):
+    axes = _axes(dim, input._data.ndim, op)
+    if dim is None or (isinstance(dim, (tuple, list)) and not dim):
+        _check_numel(input, op)
+    _check_nonempty(input._data.shape, axes, op)
+    value = getattr(xp_of(input), op[1:])(input._data, axis=axes, keepdims=keepdim)
+    return _evenly(input, value, axes, keepdim)
+
+
 def amax(input, dim=(), keepdim=False, *, out=None):
     """The largest value over dim (all by default); NaN propagates; ties share the gradient."""
-    axes = _axes(dim, input._data.ndim, "amax")
-    _check_nonempty(input._data.shape, axes, "amax")
-    return _out(_evenly(input, xp_of(input).max(input._data, axis=axes, keepdims=keepdim), axes, keepdim), out)
+    return _out(_extreme(input, dim, keepdim, "amax"), out)
 
 
 def amin(input, dim=(), keepdim=False, *, out=None):
     """The smallest value over dim (all by default); NaN propagates; ties share the gradient."""
-    axes = _axes(dim, input._data.ndim, "amin")
-    _check_nonempty(input._data.shape, axes, "amin")
-    return _out(_evenly(input, xp_of(input).min(input._data, axis=axes, keepdims=keepdim), axes, keepdim), out)
+    return _out(_extreme(input, dim, keepdim, "amin"), out)
 
 
 def aminmax(input, *, dim=None, keepdim=False):

@@ -326,6 +326,17 @@ def _index_arg(idx):
     return idx
 
 
+def _index_on(idx, arr):
+    """The index with its arrays on arr's device (PyTorch takes CPU index tensors for CUDA tensors)."""
+    if type(arr) is np.ndarray:
+        return idx
+    xp = array_module(arr)
+
+    def move(i):
+        return xp.asarray(i) if type(i) is np.ndarray else i
+    return tuple(move(i) for i in idx) if type(idx) is tuple else move(idx)
+
+
 _BASIC = (int, np.integer, slice, type(None), type(Ellipsis))
 
 
@@ -395,7 +406,7 @@ def getitem(input, index):
         out = GetItem.apply(input, index=_as_view_index(idx), basic=True)
         _share(out, input)
         return out
-    return GetItem.apply(input, index=idx, basic=False)
+    return GetItem.apply(input, index=_index_on(idx, input._data), basic=False)
 
 
 def select(input, dim, index):
@@ -854,7 +865,7 @@ def column_stack(tensors, *, out=None):
 def meshgrid(*tensors, indexing=None):
     """Coordinate grids: output i varies along dim i ('ij') or with the first two dims swapped
     ('xy', NumPy's default). Each output is an expanded view of its input."""
-    if len(tensors) == 1 and not type(tensors[0]) is Tensor:
+    if len(tensors) == 1 and type(tensors[0]) is not Tensor:
         tensors = tuple(tensors[0])
     if indexing is None:
         import warnings

@@ -358,25 +358,22 @@ def clamp(input, min=None, max=None, *, out=None):
     if type(min) is not Tensor and type(max) is not Tensor:
         result = _clamp_scalar(input, min, max)
     else:
+        # min(max(input, min), max) with NaN from any operand winning, as PyTorch
         result = input
         if min is not None:
-            result = _where(_below(result, min), min, result)
+            result = _where(_or_nan(result < min, min), min, result)
         if max is not None:
-            result = _where(_below(max, result), max, result)
+            result = _where(_or_nan(result > max, max), max, result)
     if out is not None:
         out.copy_(result)
         return out
     return result
 
 
-def _below(a, b):
-    # a < b, or b is NaN: a NaN bound wins, as in PyTorch's clamp
-    lt = a < b
-    if type(b) is Tensor and b.is_floating_point():
-        lt = lt | b.isnan()
-    elif isinstance(b, float) and b != b:
-        lt = lt | True
-    return lt
+def _or_nan(cmp, bound):
+    if type(bound) is Tensor:
+        return cmp | bound.isnan() if bound.is_floating_point() else cmp
+    return cmp | True if isinstance(bound, float) and math.isnan(bound) else cmp
 
 
 class Clamp(Primitive):
