@@ -171,7 +171,7 @@ def test_inplace_on_leaf_that_requires_grad_raises():
 def test_modifying_saved_tensor_raises_at_backward():
     x = leaf(3)
     y = x * 1
-    z = y.exp()  # saves its output
+    y.exp()  # a second user of y
     w = y * y    # saves y
     y.add_(1)
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):

@@ -7,9 +7,22 @@ import numpy as np
 import pytest
 
 import rtx
-from rtx.utils.data import (BatchSampler, ConcatDataset, DataLoader, Dataset, IterableDataset, RandomSampler,
-                            SequentialSampler, Subset, SubsetRandomSampler, TensorDataset, WeightedRandomSampler,
-                            default_collate, get_worker_info, random_split)
+from rtx.utils.data import (
+    BatchSampler,
+    ConcatDataset,
+    DataLoader,
+    Dataset,
+    IterableDataset,
+    RandomSampler,
+    SequentialSampler,
+    Subset,
+    SubsetRandomSampler,
+    TensorDataset,
+    WeightedRandomSampler,
+    default_collate,
+    get_worker_info,
+    random_split,
+)
 
 
 class Squares(Dataset):

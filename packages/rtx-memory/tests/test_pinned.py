@@ -59,7 +59,7 @@ def test_borrow_and_forgotten_buffers():
 
 
 @needs_gpu
-def test_pinned_memory_is_page_locked_and_copies_both_ways():
+def test_cuda_pinned_memory_is_page_locked_and_copies_both_ways():
     import cupy as cp
     a = rtx.memory.pinned_empty((256,), np.float32)
     attrs = cp.cuda.runtime.pointerGetAttributes(a.ctypes.data)

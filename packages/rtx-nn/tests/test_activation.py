@@ -229,6 +229,8 @@ def test_softmax_scalar_dtype_and_dim_errors():
     assert y.dtype == rtx.float64
     with pytest.raises(IndexError, match="Dimension out of range"):
         F.softmax(x, 2)
+    assert F.softmax(rtx.randn(5, 0), -1).shape == (5, 0)
+    assert F.log_softmax(rtx.randn(0, 3), 0).shape == (0, 3)
 
 
 def test_softmax_backward_fused_and_recorded_paths_agree():

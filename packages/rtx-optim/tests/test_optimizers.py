@@ -552,3 +552,16 @@ def test_warnings_do_not_leak():
         a = rtx.zeros(2, requires_grad=True)
         optim.SGD([a], lr=0.1).step()
     assert math.isfinite(0.0)
+
+
+def test_state_dict_survives_rtx_save_and_load(tmp_path):
+    (a,) = _params(_data()[0][:1])
+    opt = optim.RMSprop([a], lr=0.1, momentum=0.9, centered=True)
+    a.grad = rtx.ones_like(a)
+    opt.step()
+    rtx.save(opt.state_dict(), tmp_path / "opt.pt")
+    fresh = optim.RMSprop([a], lr=0.1, momentum=0.9, centered=True)
+    fresh.load_state_dict(rtx.load(tmp_path / "opt.pt"))
+    for key in ("square_avg", "momentum_buffer", "grad_avg"):
+        np.testing.assert_array_equal(fresh.state[a][key].numpy(), opt.state[a][key].numpy())
+    assert fresh.state[a]["step"].item() == 1.0

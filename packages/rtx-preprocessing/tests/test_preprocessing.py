@@ -5,8 +5,20 @@ import pytest
 from sklearn import preprocessing as skp
 
 import rtx
-from rtx.preprocessing import (Compose, LabelEncoder, MinMaxScaler, Normalize, OneHotEncoder, RandomFlip, RandomNoise,
-                               RandomShift, StandardScaler, ToTensor, train_test_split, train_val_test_split)
+from rtx.preprocessing import (
+    Compose,
+    LabelEncoder,
+    MinMaxScaler,
+    Normalize,
+    OneHotEncoder,
+    RandomFlip,
+    RandomNoise,
+    RandomShift,
+    StandardScaler,
+    ToTensor,
+    train_test_split,
+    train_val_test_split,
+)
 from rtx.utils.data import DataLoader, Dataset
 
 rng = np.random.default_rng(0)

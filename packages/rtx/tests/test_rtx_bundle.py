@@ -3,7 +3,19 @@ import importlib
 
 import pytest
 
-MODULES = ['rtx.autograd', 'rtx.data', 'rtx.demo', 'rtx.kernel', 'rtx.losses', 'rtx.memory', 'rtx.nn', 'rtx.optim', 'rtx.preprocessing', 'rtx.runtime', 'rtx._tensor']
+MODULES = [
+    'rtx.autograd',
+    'rtx.data',
+    'rtx.demo',
+    'rtx.kernel',
+    'rtx.losses',
+    'rtx.memory',
+    'rtx.nn',
+    'rtx.optim',
+    'rtx.preprocessing',
+    'rtx.runtime',
+    'rtx._tensor',
+]
 
 
 @pytest.mark.parametrize("module", MODULES)

@@ -13,10 +13,12 @@ import builtins as _builtins  # noqa: E402  (rtx.any/all/max/min/sum shadow the 
 import importlib as _importlib  # noqa: E402
 import sys as _sys  # noqa: E402
 
+from rtx._tensor import (  # noqa: E402
+    cuda,  # noqa: E402
+    linalg,
+    serialization,
+)
 from rtx._tensor.api import *  # noqa: E402,F403
-from rtx._tensor.api import __dict__ as _api  # noqa: E402
-from rtx._tensor import cuda  # noqa: E402
-from rtx._tensor import linalg, serialization  # noqa: E402
 from rtx.autograd import grad as _grad  # noqa: E402,F401
 
 __version__ = "0.1.0"

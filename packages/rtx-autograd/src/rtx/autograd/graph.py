@@ -137,7 +137,7 @@ def _dependencies(roots):
 
 def _call_backward(node, grads):
     if node._released:
-        node.saved_tensors  # raises the "backward a second time" error
+        _ = node.saved_tensors  # raises the "backward a second time" error
     out = type(node).backward(node, *grads)
     if type(out) is not tuple:
         out = (out,)

@@ -7,7 +7,7 @@ import argparse
 def demo_command(argv=None) -> int:
     """train a small CNN on scikit-learn's digits: progress, accuracy, save and reload"""
     p = argparse.ArgumentParser(prog="rtx demo", description=demo_command.__doc__)
-    p.add_argument("--epochs", type=int, default=10)
+    p.add_argument("--epochs", type=int, default=15)
     p.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N")
     p.add_argument("--out", default="digits_cnn.safetensors", help="where to save the trained weights")
     p.add_argument("--seed", type=int, default=0)

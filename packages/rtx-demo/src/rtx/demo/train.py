@@ -47,7 +47,7 @@ def evaluate(model, x, y, device, batch_size=512):
     return correct / len(y), rtx.cat(preds)
 
 
-def train(epochs=10, device="cpu", out="digits_cnn.safetensors", seed=0, lr=3e-3, batch_size=32,
+def train(epochs=15, device="cpu", out="digits_cnn.safetensors", seed=0, lr=6e-3, batch_size=32,
           progress=True, log=print):
     rtx.manual_seed(seed)
     x_train, y_train, x_test, y_test = digits_tensors(seed)

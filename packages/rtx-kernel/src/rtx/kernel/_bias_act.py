@@ -247,7 +247,7 @@ def _cases(rng, size):
 
 
 def _acts(size):
-    return ("gelu", "relu") if size == "bench" else ACTIVATIONS
+    return ("relu", "gelu_tanh", "gelu") if size == "bench" else ACTIVATIONS
 
 
 def _forward_samples(rng, dtype, size):

@@ -125,9 +125,12 @@ def raw_module(name: str, code: str, kernels: tuple[str, ...]):
     def module(device_id: int):
         return cupy().RawModule(code=spec.code, options=("-std=c++17",), name_expressions=spec.name_expressions)
 
+    @functools.cache
+    def function(kernel: str, ctype: str, device_id: int):
+        return module(device_id).get_function(f"{kernel}<{ctype}>")
+
     def get(kernel: str, dtype):
-        cp = cupy()
-        return module(cp.cuda.runtime.getDevice()).get_function(f"{kernel}<{CTYPE[np.dtype(dtype)]}>")
+        return function(kernel, CTYPE[np.dtype(dtype)], cupy().cuda.runtime.getDevice())
     return get
 
 

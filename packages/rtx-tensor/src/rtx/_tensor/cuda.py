@@ -1,7 +1,6 @@
 """rtx.cuda: CUDA availability and devices (rtx-runtime) with memory statistics (rtx-memory,
 looked up on first use so importing rtx stays fast)."""
-from rtx.runtime.cuda import (current_device, device_count, get_device_name, is_available, set_device,  # noqa: F401
-                              synchronize)
+from rtx.runtime.cuda import current_device, device_count, get_device_name, is_available, set_device, synchronize  # noqa: F401
 
 _MEMORY = ("empty_cache", "max_memory_allocated", "max_memory_reserved", "memory_allocated", "memory_reserved",
            "memory_stats", "reset_peak_memory_stats")

@@ -100,7 +100,7 @@ class Primitive(graph.Node):
         """The op's output as seen by backward: rebuilt on the same data and, when backward
         itself is recorded (create_graph), attached to this node so double backward flows."""
         if self._out is None:
-            self.saved_tensors  # raises the freed-graph error if released
+            _ = self.saved_tensors  # raises the freed-graph error if released
             raise RuntimeError(f"{self.name()} did not save its output")
         data, vc, version = self._out
         if vc[0] != version:

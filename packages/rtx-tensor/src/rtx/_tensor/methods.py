@@ -2,9 +2,21 @@
 x.exp_(), x @ y, x[idx] = v. Every method is the module-level function with self first."""
 from __future__ import annotations
 
-from rtx._tensor.ops import (arith, compare, convert, creation, index, inplace, linalg_ops, matmul, reduce, shape,
-                             sort, unary)
 from rtx._tensor import fastpath
+from rtx._tensor.ops import (
+    arith,
+    compare,
+    convert,
+    creation,
+    index,
+    inplace,
+    linalg_ops,
+    matmul,
+    reduce,
+    shape,
+    sort,
+    unary,
+)
 from rtx._tensor.tensor import Tensor
 
 # Each op module lists the functions that are also Tensor methods in METHODS.

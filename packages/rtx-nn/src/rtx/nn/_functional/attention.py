@@ -119,7 +119,8 @@ def register_sdpa_backend(name, fn, priority=0, supports=None, *, gqa=False):
     `name`. `supports(query, key, value, attn_mask, dropout_p, is_causal, scale) -> bool` says
     whether it can and should take a call (None: every call). Higher priority is tried first
     (on a tie the earlier registration, and any plugin before `math`); `math` has priority 0, so
-    a backend with a negative priority runs only when forced by sdpa_kernel. Registering an existing name replaces it; `math` cannot be replaced."""
+    a backend with a negative priority runs only when forced by sdpa_kernel. Registering an
+    existing name replaces it; `math` cannot be replaced."""
     name = _name(name)
     if name == "math":
         raise ValueError("the 'math' SDPA backend is built in and cannot be replaced")

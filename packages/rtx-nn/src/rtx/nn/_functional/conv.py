@@ -169,9 +169,20 @@ def _convT_fwd(y, w, geom, in_shape):
     kernel, g, out = w.shape[2:], geom.groups, y.shape[2:]
     Cg = w.shape[1]
     C, K, L = Cg * g, _prod(kernel), _prod(out)
+    in_shape = tuple(in_shape)
+    if all(s == 1 for s in geom.stride) and not _is_pointwise(kernel, geom):
+        # Stride 1: the adjoint is itself a convolution of y with the flipped, channel-swapped
+        # kernel. Its matmul contracts over O*K instead of O, which BLAS runs 2-3x faster than
+        # the col2im route's thin (K = O) product.
+        lo = tuple(d * (k - 1) - p for d, k, (p, _) in zip(geom.dilation, kernel, geom.pads))
+        hi = tuple(n - o - a + d * (k - 1) for n, o, a, d, k in zip(in_shape, out, lo, geom.dilation, kernel))
+        if min(lo + hi) >= 0:
+            wf = w.reshape((g, O // g, Cg) + tuple(kernel)).swapaxes(1, 2).reshape((C, O // g) + tuple(kernel))
+            wf = wf[(slice(None), slice(None)) + (slice(None, None, -1),) * len(kernel)]
+            x = _conv_fwd(y, wf, None, _Geom(geom.stride, tuple(zip(lo, hi)), geom.dilation, g), in_shape)
+            return x if cdt == dt else x.astype(dt)
     wT = w.reshape(g, O // g, Cg * K).transpose(0, 2, 1)
     yv = y.reshape(N, g, O // g, L)
-    in_shape = tuple(in_shape)
     if _is_pointwise(kernel, geom) and out == in_shape:
         x = xp.matmul(wT, yv).reshape((N, C) + in_shape)
     else:
@@ -200,23 +211,26 @@ def _convW_fwd(x, y, geom, kernel):
     kernel = tuple(kernel)
     Cg, K, L = C // g, _prod(kernel), _prod(out)
     yv = y.reshape(N, g, O // g, L)
+    # Accumulate dw^T = cols (Cg*K, L) @ y^T (L, Og): the long L axis is the contraction and
+    # the thin Og the output width, which BLAS runs faster than y @ cols^T (measured 26 vs 35 ms).
+    yT = yv.transpose(0, 1, 3, 2)
     if _is_pointwise(kernel, geom) and out == x.shape[2:]:
-        acc = xp.matmul(yv, x.reshape(N, g, Cg, L).transpose(0, 1, 3, 2)).sum(0)
+        accT = xp.matmul(x.reshape(N, g, Cg, L), yT).sum(0)
     else:
         xpad = pad_zeros(x, geom.pads)
-        acc = xp.zeros((g, O // g, Cg * K), dtype=cdt)
+        accT = xp.zeros((g, Cg * K, O // g), dtype=cdt)
         B = _chunk(x, N, C * K * L * x.itemsize)
         buf = xp.empty((B, C) + kernel + out, dtype=cdt)
         for n0 in range(0, N, B):
             n1 = min(N, n0 + B)
             cols = buf[:n1 - n0]
             cols[...] = windows(xpad[n0:n1], kernel, geom.stride, geom.dilation, out)
-            cols = cols.reshape(n1 - n0, g, Cg * K, L).transpose(0, 1, 3, 2)
+            cols = cols.reshape(n1 - n0, g, Cg * K, L)
             if n1 - n0 == 1:
-                acc += xp.matmul(yv[n0], cols[0])
+                accT += xp.matmul(cols[0], yT[n0])
             else:
-                acc += xp.matmul(yv[n0:n1], cols).sum(0)
-    gw = acc.reshape((O, Cg) + kernel)
+                accT += xp.matmul(cols, yT[n0:n1]).sum(0)
+    gw = xp.ascontiguousarray(accT.transpose(0, 2, 1)).reshape((O, Cg) + kernel)
     return gw if cdt == dt else gw.astype(dt)
 
 

@@ -4,7 +4,9 @@ The lookup is a gather (weight[indices]); its gradient is a scatter-add into a w
 tensor, where the padding_idx row gets nothing and, with scale_grad_by_freq, each row's
 gradient is divided by how often it occurs in the batch. Gather and scatter are each other's
 backward, so double backward works. Gradients are dense: sparse=True is accepted but gives a
-dense gradient (rtx has no sparse tensors).
+dense gradient (rtx has no sparse tensors). One deliberate difference: PyTorch's double backward
+of embedding drops the scale_grad_by_freq factor; here it is kept (the exact derivative of the
+first backward).
 """
 from __future__ import annotations
 

@@ -313,8 +313,9 @@ class Module:
                 if p is None:
                     continue
                 new = fn(p)
-                p._data = new._data
-                p._vc[0] += 1
+                if new._data is not p._data:  # an unchanged tensor keeps its version
+                    p._data = new._data
+                    p._vc[0] += 1
                 if p.grad is not None:
                     p.grad = fn(p.grad)
             for key, b in self._buffers.items():

@@ -31,15 +31,17 @@ def _infer_dtype(data):
     return None
 
 
+def _unwrap(x):
+    if type(x) is Tensor:
+        return x.__array__()
+    if isinstance(x, (list, tuple)):
+        return [_unwrap(v) for v in x]
+    return x
+
+
 def _from_python(data):
     """A NumPy array for nested lists/tuples of numbers (and 0-d tensors)."""
-    def unwrap(x):
-        if type(x) is Tensor:
-            return x.__array__()
-        if isinstance(x, (list, tuple)):
-            return [unwrap(v) for v in x]
-        return x
-    arr = np.asarray(unwrap(data))
+    arr = np.asarray(_unwrap(data))
     if arr.dtype == object:
         raise TypeError(f"could not convert data to a tensor: ragged or non-numeric nested sequence "
                         f"({type(data).__name__} of mixed lengths or types)")
@@ -78,7 +80,8 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=Fal
     elif hasattr(data, "__cuda_array_interface__"):
         arr = cupy().array(data, copy=True)
     elif isinstance(data, (list, tuple)):
-        arr = _from_python(data)
+        # with an explicit dtype, convert straight to it (no detour through the default float dtype)
+        arr = _from_python(data) if dtype is None else np.asarray(_unwrap(data), dtype=_as_np_dtype(dtype))
     elif isinstance(data, (bool, int, float, complex, np.generic)):
         inferred = _infer_dtype(data)
         arr = np.asarray(data, dtype=inferred)
