@@ -64,12 +64,11 @@ def test_non_arrays_are_rejected_with_a_clear_error():
 @pytest.mark.skipif(not rtx.runtime.cuda.is_available(), reason="needs CUDA (CuPy and a GPU)")
 @pytest.mark.parametrize("name,dtype", CASES, ids=IDS)
 def test_cuda_matches_reference(name, dtype):
-    import cupy as cp
-    kernel = KERNELS[name]
-    for sample in kernel.samples(np.random.default_rng(0), dtype, "test"):
-        want = kernel.run(kernel.reference, sample)
-        got = kernel.run(kernel, sample, convert=cp.asarray)  # dispatch picks the CUDA path
-        assert_outputs_close(kernel, tuple(cp.asnumpy(g) for g in got), want, dtype, sample.label)
+    # The same check as `python -m rtx.kernel.gpu_check --quick`: every test sample through the
+    # public call (which dispatches CuPy arrays to the CUDA path) against the float64 reference.
+    from rtx.kernel import gpu_check
+    _, failures = gpu_check.check_kernel(KERNELS[name], dtype, gpu_check.CudaBackend(), quick=True)
+    assert not failures, "\n".join(failures)
 
 
 def test_bfloat16_inputs_are_computed_in_float32():

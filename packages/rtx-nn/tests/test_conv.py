@@ -140,17 +140,24 @@ def test_depthwise_conv_matches_loops():
     assert_close(y, ref_conv(x, w, b, 2, 1, 1, 6), rtol=1e-10, atol=1e-10)
 
 
-def test_large_batch_crosses_chunks():
-    # Enough samples that the CPU path cuts the batch into several im2col chunks.
-    x, w = r(40, 16, 12, 12), r(8, 16, 3, 3)
-    y = F.conv2d(t(x), t(w), padding=1)
-    ref = np.stack([F.conv2d(t(x[i:i + 1]), t(w), padding=1).numpy()[0] for i in range(40)])
-    assert_close(y, ref, rtol=1e-12, atol=1e-12)
-    xg = t(x, True)
-    F.conv2d(xg, t(w), padding=1).sum().backward()
-    g1 = t(x[:1], True)
-    F.conv2d(g1, t(w), padding=1).sum().backward()
-    assert_close(xg.grad[:1], g1.grad, rtol=1e-12, atol=1e-12)
+@pytest.mark.parametrize("chunk_bytes", [1, 60_000])
+def test_batch_chunks_give_the_same_result(monkeypatch, chunk_bytes):
+    # The CPU path cuts the batch into im2col chunks (one sample each, or a few): same values.
+    from rtx.nn._functional import conv as C
+    x, w, gy = r(7, 4, 9, 8), r(6, 2, 3, 3), r(7, 6, 5, 4)
+    ref = ref_conv(x, w, None, 2, 1, 1, 2)
+    xt, wt = t(x, True), t(w, True)
+    F.conv2d(xt, wt, stride=2, padding=1, groups=2).backward(t(gy))
+    monkeypatch.setitem(C._CHUNK_BYTES, "cpu", chunk_bytes)
+    xc, wc = t(x, True), t(w, True)
+    y = F.conv2d(xc, wc, stride=2, padding=1, groups=2)
+    assert_close(y, ref, rtol=1e-10, atol=1e-10)
+    y.backward(t(gy))
+    assert_close(xc.grad, xt.grad, rtol=1e-12, atol=1e-12)
+    assert_close(wc.grad, wt.grad, rtol=1e-12, atol=1e-12)
+    wt2 = r(4, 3, 3, 3)
+    assert_close(F.conv_transpose2d(t(x), t(wt2), stride=2, padding=1), ref_conv_transpose(x, wt2, None, 2, 1),
+                 rtol=1e-10, atol=1e-10)
 
 
 # ---- conv_transpose ----------------------------------------------------------------------------
@@ -277,7 +284,8 @@ def test_conv_layer_repr():
         "ConvTranspose2d(4, 8, kernel_size=(3, 3), stride=(2, 2), output_padding=(1, 1), groups=2)")
 
 
-@pytest.mark.parametrize("h,k,s,p,d", [(7, 3, 1, 0, 1), (7, 3, 2, 1, 1), (8, 2, 3, 2, 2), (5, 5, 1, 2, 1), (9, 3, 4, 0, 3)])
+@pytest.mark.parametrize("h,k,s,p,d", [(7, 3, 1, 0, 1), (7, 3, 2, 1, 1), (8, 2, 3, 2, 2), (5, 5, 1, 2, 1),
+                                       (9, 3, 4, 0, 3)])
 def test_output_shape_formula(h, k, s, p, d):
     y = F.conv2d(rtx.randn(1, 1, h, h + 1), rtx.randn(1, 1, k, k), stride=s, padding=p, dilation=d)
     expect = [(n + 2 * p - d * (k - 1) - 1) // s + 1 for n in (h, h + 1)]

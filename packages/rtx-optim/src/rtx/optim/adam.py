@@ -5,18 +5,25 @@
     m = b1 m + (1 - b1) g;  v = b2 v + (1 - b2) g^2;  amsgrad: v_max = max(v_max, v), used as v
     p -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps)
 
-The update is rtx.kernel.adam_step: one fused CUDA kernel on GPUs, in place with one scratch
-buffer on the CPU.
+The update is written with in-place ufuncs and one scratch array (NumPy or CuPy).
+rtx.kernel.adam_step (same signature as _adam_update) fuses it into one CUDA kernel, but on the
+CPU it is slower than these ufuncs (see the package README's benchmark): swap it in once a GPU
+profile says it pays.
 """
 from __future__ import annotations
 
-from rtx.kernel import adam_step
+import math
+
+import numpy as np
+
 from rtx.optim.optimizer import (
     Optimizer,
     _a,
     _advance,
     _as_step_tensor,
     _bump,
+    _grad_with_decay,
+    _lerp_,
     _lr,
     _no_differentiable,
     _no_grad_step,
@@ -100,9 +107,37 @@ def adam(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, for
             vmax = max_exp_avg_sqs[i]
             _bump(vmax)
             vmax = _a(vmax)
-        adam_step(_a(param), _a(grad), _a(exp_avgs[i]), _a(exp_avg_sqs[i]), step=step, lr=lr, beta1=beta1,
-                  beta2=beta2, eps=eps, weight_decay=weight_decay, decoupled_weight_decay=decoupled_weight_decay,
-                  amsgrad=amsgrad, max_exp_avg_sq=vmax, maximize=maximize)
+        _adam_update(_a(param), _a(grad), _a(exp_avgs[i]), _a(exp_avg_sqs[i]), step=step, lr=lr, beta1=beta1,
+                     beta2=beta2, eps=eps, weight_decay=weight_decay, decoupled_weight_decay=decoupled_weight_decay,
+                     amsgrad=amsgrad, max_exp_avg_sq=vmax, maximize=maximize)
         _bump(param)
         _bump(exp_avgs[i])
         _bump(exp_avg_sqs[i])
+
+
+def _adam_update(param, grad, exp_avg, exp_avg_sq, *, step, lr=1e-3, beta1=0.9, beta2=0.999, eps=1e-8,
+                 weight_decay=0.0, decoupled_weight_decay=False, amsgrad=False, max_exp_avg_sq=None,
+                 maximize=False):
+    """One parameter's update on arrays, in place (rtx.kernel.adam_step's contract), in PyTorch's
+    order of operations: lerp for the first moment, denom = sqrt(v) / sqrt(1 - b2^t) + eps."""
+    if weight_decay != 0 and decoupled_weight_decay:
+        param *= 1 - lr * weight_decay
+        g = _grad_with_decay(param, grad, 0, maximize)
+    else:
+        g = _grad_with_decay(param, grad, weight_decay, maximize)
+    tmp = np.empty_like(param)
+    _lerp_(exp_avg, g, 1 - beta1, tmp)
+    exp_avg_sq *= beta2
+    np.multiply(g, g, out=tmp)
+    tmp *= 1 - beta2
+    exp_avg_sq += tmp
+    v = exp_avg_sq
+    if amsgrad:
+        np.maximum(max_exp_avg_sq, exp_avg_sq, out=max_exp_avg_sq)
+        v = max_exp_avg_sq
+    np.sqrt(v, out=tmp)
+    tmp /= math.sqrt(1 - beta2 ** step)
+    tmp += eps
+    np.divide(exp_avg, tmp, out=tmp)
+    tmp *= -lr / (1 - beta1 ** step)
+    param += tmp

@@ -4,13 +4,24 @@
     momentum: b = g (first step) else momentum * b + (1 - dampening) * g;  g = g + momentum * b (nesterov) or b
     p -= lr * g
 
-The update is rtx.kernel.sgd_step: one fused CUDA kernel on GPUs, an in-place NumPy sequence on
-the CPU (as fast as the ufunc code written here would be; see the package README).
+The update is written with in-place ufuncs on the arrays (NumPy or CuPy). rtx.kernel.sgd_step
+(same signature as _sgd_update) fuses it into one CUDA kernel, but on the CPU it is slower than
+these ufuncs (see the package README's benchmark): swap it in once a GPU profile says it pays.
 """
 from __future__ import annotations
 
-from rtx.kernel import sgd_step
-from rtx.optim.optimizer import Optimizer, _a, _bump, _lr, _no_differentiable, _no_grad_step, _zeros_like
+import numpy as np
+
+from rtx.optim.optimizer import (
+    Optimizer,
+    _a,
+    _bump,
+    _grad_with_decay,
+    _lr,
+    _no_differentiable,
+    _no_grad_step,
+    _zeros_like,
+)
 
 __all__ = ["SGD", "sgd"]
 
@@ -76,6 +87,32 @@ def sgd(params, d_p_list, momentum_buffer_list, has_sparse_grad=False, foreach=N
                 first = True
             _bump(buf)
             buf = _a(buf)
-        sgd_step(_a(param), _a(grad), buf, lr=lr, momentum=momentum, dampening=dampening, nesterov=nesterov,
+        _sgd_update(_a(param), _a(grad), buf, lr=lr, momentum=momentum, dampening=dampening, nesterov=nesterov,
                  weight_decay=weight_decay, maximize=maximize, first_step=first)
         _bump(param)
+
+
+def _sgd_update(param, grad, momentum_buffer=None, *, lr, momentum=0.0, dampening=0.0, nesterov=False,
+                weight_decay=0.0, maximize=False, first_step=False):
+    """One parameter's update on arrays, in place (rtx.kernel.sgd_step's contract): first_step fills
+    the (preallocated) momentum buffer with the gradient, as PyTorch's "buffer is None" branch."""
+    d = _grad_with_decay(param, grad, weight_decay, maximize)
+    owned = d is not grad  # a fresh array this function may overwrite
+    if momentum != 0:
+        buf = momentum_buffer
+        if first_step:
+            buf[...] = d
+        else:
+            buf *= momentum
+            buf += d if dampening == 0 else np.multiply(d, 1 - dampening)
+        if nesterov:
+            step = np.multiply(buf, momentum)
+            step += d
+            d, owned = step, True
+        else:
+            d, owned = buf, False
+    if owned:
+        d *= -lr
+        param += d
+    else:
+        param += np.multiply(d, -lr)

@@ -53,6 +53,8 @@ def to(self, *args, **kwargs):
         if target != out.device:
             if target.type == "cuda":
                 require_cuda(target)
+                from rtx._tensor.ops.creation import cuda_first_use
+                cuda_first_use()
             out = ToDevice.apply(out, target=target)
     if copy and out is self:
         out = out.clone()

@@ -62,10 +62,24 @@ def _contains_array(data):
     return False
 
 
+def cuda_first_use():
+    """On the first CUDA allocation, put rtx-memory's tracking allocator in front of CuPy's pool,
+    so max_memory_allocated counts from the start (rtx-runtime cannot: it sits below rtx-memory)."""
+    global _cuda_tracked
+    if not _cuda_tracked:
+        _cuda_tracked = True
+        from rtx.memory import install_cuda_allocator
+        install_cuda_allocator()
+
+
+_cuda_tracked = False
+
+
 def _place(arr, device):
     d = as_device(device)
     if d.type == "cpu":
         return to_device(arr, CPU) if not isinstance(arr, np.ndarray) else arr
+    cuda_first_use()
     return to_device(arr, d)
 
 
@@ -149,6 +163,7 @@ def _filled(fill, size, dtype, device, requires_grad, default=None):
     if d.type == "cpu":
         arr = np.empty(size, np_dtype) if fill is None else np.full(size, fill, np_dtype)
     else:
+        cuda_first_use()
         with xp.cuda.Device(d.index):
             arr = xp.empty(size, np_dtype) if fill is None else xp.full(size, fill, np_dtype)
     t = Tensor._make(arr)
