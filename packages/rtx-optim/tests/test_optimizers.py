@@ -565,3 +565,17 @@ def test_state_dict_survives_rtx_save_and_load(tmp_path):
     for key in ("square_avg", "momentum_buffer", "grad_avg"):
         np.testing.assert_array_equal(fresh.state[a][key].numpy(), opt.state[a][key].numpy())
     assert fresh.state[a]["step"].item() == 1.0
+
+
+@pytest.mark.parametrize("kernel_name,update", [("sgd_step", sgd_module._sgd_update),
+                                                ("adam_step", adam_module._adam_update)])
+def test_update_functions_keep_rtx_kernels_contract(kernel_name, update):
+    # _sgd_update / _adam_update can be swapped for rtx.kernel's fused kernels: same arguments,
+    # same results, on the kernel's own samples.
+    from rtx.kernel import KERNELS
+    kernel = KERNELS[kernel_name]
+    for sample in kernel.samples(np.random.default_rng(0), np.float64, "test"):
+        ours = kernel.run(update, sample)
+        theirs = kernel.run(kernel.reference, sample)
+        for a, b in zip(ours, theirs):
+            np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-14, err_msg=sample.label)

@@ -39,8 +39,12 @@ KNOWN_PACKAGES = (
 )
 
 
+# Subpackages shipped by a distribution of another name.
+_DIST_OF = {"amp": "rtx-optim", "utils": "rtx-data"}
+
+
 def _dist(name):
-    return "rtx-" + name.replace("_", "-")
+    return _DIST_OF.get(name, "rtx-" + name.replace("_", "-"))
 
 
 def __getattr__(name):

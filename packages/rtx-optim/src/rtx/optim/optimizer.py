@@ -421,10 +421,6 @@ def _advance(step_t: Tensor) -> float:
     return float(step_t._data)
 
 
-def _value(x) -> float:
-    return float(x._data) if isinstance(x, Tensor) else float(x)
-
-
 def _as_step_tensor(state: dict, key: str = "step") -> Tensor:
     # A state loaded from an old checkpoint may hold the step as a number.
     v = state[key]

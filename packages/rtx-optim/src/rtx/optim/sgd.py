@@ -88,7 +88,7 @@ def sgd(params, d_p_list, momentum_buffer_list, has_sparse_grad=False, foreach=N
             _bump(buf)
             buf = _a(buf)
         _sgd_update(_a(param), _a(grad), buf, lr=lr, momentum=momentum, dampening=dampening, nesterov=nesterov,
-                 weight_decay=weight_decay, maximize=maximize, first_step=first)
+                    weight_decay=weight_decay, maximize=maximize, first_step=first)
         _bump(param)
 
 

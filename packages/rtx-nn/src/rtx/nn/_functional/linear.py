@@ -2,9 +2,36 @@
 from __future__ import annotations
 
 import rtx
+from rtx._tensor.function import Primitive
 from rtx._tensor.tensor import Tensor
 
 __all__ = ["linear", "bilinear"]
+
+
+class Linear(Primitive):
+    """y = x W^T (+ b) as one node. Composed from matmul, transpose and add, the weight's gradient
+    would arrive as a transposed view and be copied on accumulation; here it is computed as
+    g^T x, a fresh C-ordered array, and the three nodes become one."""
+
+    @staticmethod
+    def forward(ctx, x, w, b):
+        ctx.save_for_backward(x, w)
+        ctx.has_bias = b is not None
+        out = x._data @ w._data.T
+        if b is not None:
+            out += b._data
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, w = ctx.saved_tensors
+        need_x, need_w, need_b = ctx.needs_input_grad
+        out_f = w.shape[0]
+        g2 = grad.reshape(-1, out_f) if grad.ndim != 2 else grad
+        gx = grad @ w if need_x else None
+        gw = g2.mT @ x.reshape(-1, x.shape[-1]) if need_w else None
+        gb = g2.sum(0) if need_b else None
+        return gx, gw, gb
 
 
 def linear(input, weight, bias=None):
@@ -17,6 +44,10 @@ def linear(input, weight, bias=None):
             rows *= s
         raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({rows}x{input.shape[-1]} and "
                            f"{weight.shape[1]}x{weight.shape[0]})")
+    if weight.ndim == 2 and input.ndim >= 1 and input.dtype == weight.dtype and \
+            (bias is None or (type(bias) is Tensor and bias.dtype == weight.dtype and bias.ndim == 1)) and \
+            input.device == weight.device:
+        return Linear.apply(input, weight, bias)
     out = input @ weight.mT if weight.ndim == 2 else input @ weight
     if bias is not None:
         out = out + bias
