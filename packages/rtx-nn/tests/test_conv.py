@@ -160,6 +160,15 @@ def test_batch_chunks_give_the_same_result(monkeypatch, chunk_bytes):
                  rtol=1e-10, atol=1e-10)
 
 
+def test_empty_batch():
+    x, w = t(np.zeros((0, 3, 5, 5)), True), t(r(4, 3, 3, 3), True)
+    y = F.conv2d(x, w, padding=1)
+    assert tuple(y.shape) == (0, 4, 5, 5)
+    y.sum().backward()
+    assert tuple(x.grad.shape) == (0, 3, 5, 5) and float(w.grad.abs().sum()) == 0
+    assert tuple(F.conv_transpose2d(t(np.zeros((0, 4, 3, 3))), t(r(4, 2, 3, 3)), stride=2).shape) == (0, 2, 7, 7)
+
+
 # ---- conv_transpose ----------------------------------------------------------------------------
 
 CT_GRID = [(1, 0, 0, 1, 1), (2, 1, 1, 1, 1), (2, 0, 1, 2, 2), ((3, 2), (1, 0), (2, 1), 1, 1), (2, 1, 0, (2, 1), 4),

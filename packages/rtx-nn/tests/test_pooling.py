@@ -163,6 +163,30 @@ def test_max_pool_propagates_nan():
     assert np.isnan(y[0, 0, 0, 0]) and not np.isnan(y).ravel()[1:].any()
 
 
+def test_max_pool_index_rules_match_pytorch():
+    # Values printed by PyTorch 2.13: padding never wins (an all -inf window points at its first
+    # real element), ties take the first maximum, a NaN window the last NaN.
+    x = np.full((1, 1, 3, 4), -np.inf)
+    x[0, 0, 2, 3] = 1.0
+    y, i = F.max_pool2d(t(x), 3, 2, 1, return_indices=True)
+    assert i.numpy().ravel().tolist() == [0, 1, 4, 11]
+    x = np.arange(16.0).reshape(1, 1, 4, 4)
+    x[0, 0, 0, 0] = x[0, 0, 1, 1] = x[0, 0, 2, 3] = np.nan
+    assert F.max_pool2d(t(x), 2, return_indices=True)[1].numpy().ravel().tolist() == [5, 7, 13, 11]
+    assert F.max_pool2d(t(x), 3, 1, 1, return_indices=True)[1].numpy().ravel().tolist() == [
+        5, 5, 5, 7, 5, 5, 11, 11, 5, 5, 11, 11, 13, 14, 11, 11]
+    assert F.adaptive_max_pool2d(t(x), 3, return_indices=True)[1].numpy().ravel().tolist() == [
+        5, 5, 7, 5, 5, 11, 13, 14, 11]
+
+
+def test_empty_batch():
+    x = t(np.zeros((0, 3, 5, 4)), True)
+    for y in (F.max_pool2d(x, 2), F.avg_pool2d(x, 2), F.adaptive_max_pool2d(x, 3), F.adaptive_avg_pool2d(x, 3)):
+        assert y.shape[0] == 0
+        y.sum().backward()
+        assert tuple(x.grad.shape) == (0, 3, 5, 4)
+
+
 def test_max_pool_gradient_is_the_argmax_scatter():
     x = r(2, 3, 7, 6)
     xt = t(x, True)
@@ -187,6 +211,13 @@ def test_avg_pool2d_matches_loops(kernel, stride, padding, ceil_mode, count_incl
     y = F.avg_pool2d(t(x), kernel, stride, padding, ceil_mode, count_include_pad, divisor_override)
     assert_close(y, ref_avg_pool(x, kernel, stride, padding, ceil_mode, count_include_pad, divisor_override),
                  rtol=1e-12, atol=1e-12)
+
+
+def test_avg_pool_of_integers_truncates_like_pytorch():
+    x = rng.integers(-50, 50, (2, 2, 7, 6))
+    y = F.avg_pool2d(rtx.tensor(x), 3, 2, 1, ceil_mode=True)
+    assert y.dtype == rtx.int64
+    assert np.array_equal(y.numpy(), np.trunc(ref_avg_pool(x.astype(float), 3, 2, 1, True)).astype(np.int64))
 
 
 def test_avg_pool1d_and_3d_match_loops():
@@ -327,8 +358,8 @@ def test_pool_errors():
         F.max_pool2d(rtx.randn(1, 1, 4, 4), 2, stride=0)
     with pytest.raises(RuntimeError, match="divisor must be not zero"):
         F.avg_pool2d(rtx.randn(1, 1, 4, 4), 2, divisor_override=0)
-    with pytest.raises(RuntimeError, match="not implemented for 'rtx.int64'"):
-        F.avg_pool2d(rtx.ones(1, 1, 4, 4, dtype=rtx.int64), 2)
+    with pytest.raises(RuntimeError, match="not implemented for 'rtx.bool'"):
+        F.avg_pool2d(rtx.ones(1, 1, 4, 4, dtype=rtx.bool), 2)
 
 
 def test_gradcheck_max_pool_with_indices_output():

@@ -1,23 +1,29 @@
 """Convolutions: conv1d/2d/3d and conv_transpose1d/2d/3d, plus the im2col/col2im pair that
 F.unfold and F.fold expose.
 
-How a convolution runs on the CPU: the input is zero-padded once; a strided view
-(`as_strided`) presents every receptive field without copying; the view is copied into a
-column matrix (im2col) and one BLAS matmul per group multiplies it with the weight. The batch
-is cut into chunks whose columns fit in about 2 MB, so the column buffer stays in cache and
-memory stays small (measured: per-sample chunks run the 3x3 64->64 32x32 batch-32 forward in
-26 ms against 38 ms for one batch-wide matmul). On a GPU the whole batch is one chunk.
+How a convolution runs: the input is zero-padded once; a strided view (`as_strided`) presents
+every receptive field without copying; one copy turns a chunk of the batch into a column
+matrix (C*K rows, batch*pixels columns) and one matmul per group multiplies it with the
+weight. On the CPU a chunk holds ~32 MB of columns, and as many chunks run side by side as
+BLAS has threads, each with single-threaded BLAS (see _workers); on a GPU the batch is one
+chunk. The input gradient is computed as a convolution too (see _convT_fwd), the weight
+gradient as one matmul per chunk. Figures: packages/rtx-nn/README.md, "Performance".
 
 Gradients. Three primitives, each the derivative of the others, are the three partial maps of
 one trilinear form T(x, w, y) = <conv(x, w), y>:
-    _Conv(x, w)     = dT/dy      (the convolution)
-    _ConvT(y, w)    = dT/dx      (its adjoint in x: conv_transpose, col2im of W^T y)
-    _ConvW(x, y)    = dT/dw      (the weight gradient: y times the columns of x, one matmul)
+    Conv(x, w)     = dT/dy      (the convolution)
+    ConvT(y, w)    = dT/dx      (its adjoint in x: conv_transpose)
+    ConvW(x, y)    = dT/dw      (the weight gradient)
 Each backward is written with the other two, so double (and higher) backward is exact.
+
+Not supported (PyTorch has them): complex tensors; float16/bfloat16 are computed in float32
+and rounded back (NumPy has no half-precision BLAS); memory formats (channels_last).
 """
 from __future__ import annotations
 
 import itertools
+import math
+import os
 import threading
 from typing import NamedTuple
 
@@ -82,13 +88,23 @@ def _chunk(arr, n, per_sample_bytes):
     return max(1, min(n, limit // max(per_sample_bytes, 1)))
 
 
-def pad_zeros(x, pads, value=0):
-    """x (N, C, *S) with pads[i] = (lo, hi) of constant `value` around spatial dim i."""
+def pad_zeros(x, pads, value=0, scratch=False):
+    """x (N, C, *S) with pads[i] = (lo, hi) of constant `value` around spatial dim i. With
+    scratch=True the result lives in this thread's reusable workspace (slot 1): the caller must
+    be done with it before the next scratch pad."""
     if not any(lo or hi for lo, hi in pads):
         return x
     xp = array_module(x)
     shape = x.shape[:2] + tuple(n + lo + hi for n, (lo, hi) in zip(x.shape[2:], pads))
-    out = xp.full(shape, value, dtype=x.dtype) if value else xp.zeros(shape, dtype=x.dtype)
+    if not scratch:
+        out = xp.full(shape, value, dtype=x.dtype) if value else xp.zeros(shape, dtype=x.dtype)
+    else:
+        out = _workspace(x, _prod(shape), x.dtype, slot=1).reshape(shape)
+        lead = (slice(None), slice(None))
+        for i, (lo, hi) in enumerate(pads):  # only the border is written twice
+            before = (slice(None),) * i
+            out[lead + before + (slice(0, lo),)] = value
+            out[lead + before + (slice(shape[2 + i] - hi, None),)] = value
     out[(slice(None), slice(None)) + tuple(slice(lo, lo + n) for n, (lo, _) in zip(x.shape[2:], pads))] = x
     return out
 
@@ -120,38 +136,84 @@ def col2im_add(dst, cols, kernel, stride, dilation, out):
         dst[lead + sl] += cols[lead + off]
 
 
-def _is_pointwise(kernel, geom):
-    return all(k == 1 for k in kernel) and all(s == 1 for s in geom.stride) and \
-        not any(lo or hi for lo, hi in geom.pads)
-
-
 # ---- array kernels ---------------------------------------------------------------------------
 
 
 _scratch = threading.local()
+_SCRATCH_KEEP = 64 << 20  # bytes per slot and thread, at most
 
 
-def _workspace(like, size, dtype):
-    """A flat scratch array of `size` elements for the im2col columns. On the CPU one buffer per
-    thread is kept and reused: a fresh 30 MB allocation per call costs ~5 ms of page faults
-    (measured), a sixth of the matmul it feeds. Callers never let it escape."""
+def _workspace(like, size, dtype, slot=0):
+    """A flat scratch array of `size` elements (slot 0: im2col columns, slot 1: the padded
+    input). On the CPU one buffer per slot and thread is kept and reused: a fresh 30 MB
+    allocation per call costs ~5 ms of page faults (measured), a sixth of the matmul it feeds.
+    Callers never let it escape."""
     xp = array_module(like)
     dtype = np.dtype(dtype)
     if xp is not np:
         return xp.empty(size, dtype=dtype)
     nbytes = size * dtype.itemsize
-    buf = getattr(_scratch, "buf", None)
+    if nbytes > _SCRATCH_KEEP:  # too big to keep around between calls
+        return np.empty(size, dtype=dtype)
+    bufs = getattr(_scratch, "bufs", None)
+    if bufs is None:
+        bufs = _scratch.bufs = [None, None]
+    buf = bufs[slot]
     if buf is None or buf.nbytes < nbytes:
-        buf = _scratch.buf = np.empty(max(nbytes, 1 << 20), dtype=np.uint8)
+        buf = bufs[slot] = np.empty(max(nbytes, 1 << 20), dtype=np.uint8)
     return buf[:nbytes].view(dtype)
 
 
-def _chunks(arr, n, per_sample_bytes):
-    """Balanced [n0, n1) batch chunks whose columns stay under the device's chunk size."""
+def _chunks(arr, n, per_sample_bytes, workers=1):
+    """Balanced [n0, n1) batch chunks whose columns stay under the device's chunk size, as many
+    as a multiple of `workers` where the batch allows."""
+    if n == 0:
+        return [], 1
     B = _chunk(arr, n, per_sample_bytes)
     count = -(-n // B)
+    count = min(n, -(-count // workers) * workers)
     B = -(-n // count)
     return [(i, min(n, i + B)) for i in range(0, n, B)], B
+
+
+_blas = {"controller": None, "pool": None}
+if hasattr(os, "register_at_fork"):  # a forked child (a DataLoader worker) has none of the threads
+    os.register_at_fork(after_in_child=lambda: _blas.update(pool=None))
+
+
+def _workers(arr):
+    """How many chunks run side by side: on the CPU, as many as BLAS has threads, each chunk then
+    running single-threaded BLAS (needs threadpoolctl; else 1). NumPy releases the GIL in its
+    copies and matmuls, so the im2col copies and transposes run in parallel too instead of on
+    one core between multi-threaded matmuls (measured: 26 vs 31 ms for the 3x3 64->64 32x32
+    batch-32 forward on 2 cores), and no BLAS thread waits on a descheduled sibling when the
+    machine is busy (many small multi-threaded GEMMs ran 5-20x slower with one competing
+    process, measured)."""
+    if device_of(arr).type != "cpu":
+        return 1
+    ctl = _blas["controller"]
+    if ctl is None:
+        try:
+            from threadpoolctl import ThreadpoolController
+            ctl = ThreadpoolController().select(user_api="blas")
+        except Exception:  # not installed, or no BLAS found: run serially
+            ctl = False
+        _blas["controller"] = ctl
+    if not ctl:
+        return 1
+    return max([lib.num_threads for lib in ctl.lib_controllers] or [1])
+
+
+def _run_chunks(arr, chunks, workers, fn):
+    """[fn(n0, n1) for each chunk], on `workers` threads with single-threaded BLAS."""
+    if workers <= 1 or len(chunks) <= 1:
+        return [fn(n0, n1) for n0, n1 in chunks]
+    pool = _blas["pool"]
+    if pool is None or pool._max_workers < workers:
+        from concurrent.futures import ThreadPoolExecutor
+        pool = _blas["pool"] = ThreadPoolExecutor(workers, thread_name_prefix="rtx-conv")
+    with _blas["controller"].limit(limits=1):
+        return list(pool.map(lambda c: fn(*c), chunks))
 
 
 def _im2col(xpad, n0, n1, kernel, geom, out, buf):
@@ -187,26 +249,56 @@ def _conv_fwd(x, w, b, geom, out=None):
     out = _out_shape(x.shape[2:], kernel, geom) if out is None else tuple(out)
     K, L, Cg = _prod(kernel), _prod(out), C // g
     w2 = w.reshape(g, O // g, Cg * K)
-    xpad = pad_zeros(x, geom.pads)
+    xpad = pad_zeros(x, geom.pads, scratch=True)
     y = xp.empty((N, O, L), dtype=cdt)
-    chunks, B = _chunks(x, N, C * K * L * x.itemsize)
-    buf = _workspace(x, C * K * B * L, cdt)
-    ybuf = xp.empty((g, O // g, B * L), dtype=cdt) if B > 1 else None
-    for n0, n1 in chunks:
+    workers = _workers(x)
+    chunks, B = _chunks(x, N, C * K * L * x.itemsize, workers)
+    bias = None if b is None else b.reshape(O, 1)
+
+    def run(n0, n1):
+        buf = _workspace(x, C * K * (n1 - n0) * L, cdt)
         cols = _im2col(xpad, n0, n1, kernel, geom, out, buf).reshape(g, Cg * K, (n1 - n0) * L)
         if n1 - n0 == 1:
             xp.matmul(w2, cols, out=y[n0].reshape(g, O // g, L))
+            if bias is not None:
+                y[n0] += bias
         else:
-            Y = xp.matmul(w2, cols, out=ybuf[:, :, :(n1 - n0) * L])
-            y[n0:n1] = Y.reshape(O, n1 - n0, L).swapaxes(0, 1)
-    if b is not None:
-        y += b.reshape(O, 1)
+            Y = xp.matmul(w2, cols).reshape(O, n1 - n0, L).swapaxes(0, 1)
+            if bias is None:
+                y[n0:n1] = Y
+            else:  # the bias rides along with the transposing copy
+                xp.add(Y, bias, out=y[n0:n1])
+
+    _run_chunks(x, chunks, workers, run)
     y = y.reshape((N, O) + out)
     return y if cdt == dt else y.astype(dt)
 
 
+def _phases(n, m, k, s, d, lo):
+    """The transposed convolution along one axis, split by output phase: positions
+    u = q*s + rho of an n-long output (rho in [0, s)) receive y[q - m_j] * w[j] exactly for the
+    taps j with (j*d - lo - rho) % s == 0, and those m_j step by d / gcd(d, s). So each phase is
+    an ordinary stride-1 convolution of y: (rho, count, taps in descending order or None,
+    pad_lo, pad_hi (either may be negative: crop), dilation)."""
+    plans = []
+    for rho in range(s):
+        count = len(range(rho, n, s))
+        taps = [j for j in range(k) if (j * d - lo - rho) % s == 0]
+        if not count or not taps:
+            plans.append((rho, count, None, 0, 0, 1))
+            continue
+        dil = d // math.gcd(d, s)
+        first = (taps[-1] * d - lo - rho) // s          # the shift of the tap applied first
+        pad_hi = count + (len(taps) - 1) * dil - m - first
+        plans.append((rho, count, tuple(reversed(taps)), first, pad_hi, dil))
+    return plans
+
+
 def _convT_fwd(y, w, geom, in_shape):
-    """The adjoint of _conv_fwd in x: columns W^T y, summed back into the image (col2im)."""
+    """The adjoint of _conv_fwd in x. Each output phase (one per stride offset) is a stride-1
+    convolution of y with the matching taps of the flipped, channel-swapped kernel, so its
+    matmul contracts over O * taps (col2im's contracts over O alone, which BLAS runs 2-3x
+    slower, measured) and no scatter-add pass is needed."""
     xp = array_module(y)
     dt = y.dtype
     cdt = _compute_dtype(dt)
@@ -215,34 +307,35 @@ def _convT_fwd(y, w, geom, in_shape):
     N, O = y.shape[:2]
     kernel, g, out = tuple(w.shape[2:]), geom.groups, tuple(y.shape[2:])
     Cg = w.shape[1]
-    C, K, L = Cg * g, _prod(kernel), _prod(out)
+    C, nd = Cg * g, len(kernel)
     in_shape = tuple(in_shape)
-    nd = len(kernel)
-    if all(s == 1 for s in geom.stride) and not _is_pointwise(kernel, geom):
-        # Stride 1: the adjoint is itself a convolution of y with the flipped, channel-swapped
-        # kernel. Its matmul contracts over O*K instead of O, which BLAS runs 2-3x faster than
-        # the col2im route's thin (K = O) product.
-        lo = tuple(d * (k - 1) - p for d, k, (p, _) in zip(geom.dilation, kernel, geom.pads))
-        hi = tuple(n - o - a + d * (k - 1) for n, o, a, d, k in zip(in_shape, out, lo, geom.dilation, kernel))
-        if min(lo + hi) >= 0:
-            wf = w.reshape((g, O // g, Cg) + kernel).swapaxes(1, 2).reshape((C, O // g) + kernel)
-            wf = wf[(slice(None), slice(None)) + (slice(None, None, -1),) * nd]
-            x = _conv_fwd(y, wf, None, _Geom(geom.stride, tuple(zip(lo, hi)), geom.dilation, g), in_shape)
-            return x if cdt == dt else x.astype(dt)
-    wT = w.reshape(g, O // g, Cg * K).transpose(0, 2, 1)
-    padded = tuple(n + lo + hi for n, (lo, hi) in zip(in_shape, geom.pads))
-    xpad = xp.zeros((N, C) + padded, dtype=cdt)
-    chunks, B = _chunks(y, N, C * K * L * y.itemsize)
-    buf = _workspace(y, C * K * B * L, cdt).reshape(g, Cg * K, B * L)
-    for n0, n1 in chunks:
-        cols = xp.matmul(wT, _batch_major(y, n0, n1, xp).reshape(g, O // g, -1), out=buf[:, :, :(n1 - n0) * L])
-        cols = cols.reshape((C,) + kernel + (n1 - n0,) + out)
-        dst = xpad[n0:n1]
-        for off in itertools.product(*(range(k) for k in kernel)):
-            sl = tuple(slice(o * d, o * d + s * (m - 1) + 1, s)
-                       for o, d, s, m in zip(off, geom.dilation, geom.stride, out))
-            dst[(slice(None), slice(None)) + sl] += cols[(slice(None),) + off].swapaxes(0, 1)
-    x = crop(xpad, geom.pads, in_shape)
+    wc = w.reshape((g, O // g, Cg) + kernel).swapaxes(1, 2).reshape((C, O // g) + kernel)
+    plans = [_phases(n, m, k, s, d, lo) for n, m, k, s, d, (lo, _) in
+             zip(in_shape, out, kernel, geom.stride, geom.dilation, geom.pads)]
+    single = all(len(p) == 1 for p in plans)
+    x = None if single else xp.empty((N, C) + in_shape, dtype=cdt)
+    for combo in itertools.product(*plans):
+        counts = tuple(c for _, c, _, _, _, _ in combo)
+        if not all(counts):
+            continue
+        dst = (slice(None), slice(None)) + tuple(slice(rho, None, s) for (rho, *_), s in zip(combo, geom.stride))
+        if any(taps is None for _, _, taps, _, _, _ in combo):
+            x[dst] = 0
+            continue
+        wsub, ysub, pads = wc, y, []
+        for i, (_, _, taps, lo, hi, _) in enumerate(combo):
+            wsub = xp.take(wsub, xp.asarray(taps), axis=2 + i) if taps != tuple(range(kernel[i] - 1, -1, -1)) \
+                else wsub[(slice(None),) * (2 + i) + (slice(None, None, -1),)]
+            m = ysub.shape[2 + i]
+            a, b = max(-lo, 0), m - max(-hi, 0)   # negative pads crop y instead
+            if a or b != m:
+                ysub = ysub[(slice(None),) * (2 + i) + (slice(a, b),)]
+            pads.append((max(lo, 0), max(hi, 0)))
+        sub = _conv_fwd(ysub, wsub, None, _Geom((1,) * nd, tuple(pads), tuple(c[5] for c in combo), g), counts)
+        if single:
+            x = sub
+        else:
+            x[dst] = sub
     return x if cdt == dt else x.astype(dt)
 
 
@@ -257,15 +350,20 @@ def _convW_fwd(x, y, geom, kernel):
     O, g, out = y.shape[1], geom.groups, tuple(y.shape[2:])
     kernel = tuple(kernel)
     Cg, K, L = C // g, _prod(kernel), _prod(out)
-    xpad = pad_zeros(x, geom.pads)
+    xpad = pad_zeros(x, geom.pads, scratch=True)
     # dw^T = cols (Cg*K, B*L) @ y^T (B*L, Og): the long axis is the contraction and the thin Og
     # the output width, which BLAS runs faster than y @ cols^T (measured 26 vs 35 ms).
-    accT = xp.zeros((g, Cg * K, O // g), dtype=cdt)
-    chunks, B = _chunks(x, N, C * K * L * x.itemsize)
-    buf = _workspace(x, C * K * B * L, cdt)
-    for n0, n1 in chunks:
+    workers = _workers(x)
+    chunks, B = _chunks(x, N, C * K * L * x.itemsize, workers)
+
+    def run(n0, n1):
+        buf = _workspace(x, C * K * (n1 - n0) * L, cdt)
         cols = _im2col(xpad, n0, n1, kernel, geom, out, buf).reshape(g, Cg * K, -1)
-        accT += xp.matmul(cols, _batch_major(y, n0, n1, xp).reshape(g, O // g, -1).swapaxes(1, 2))
+        return xp.matmul(cols, _batch_major(y, n0, n1, xp).reshape(g, O // g, -1).swapaxes(1, 2))
+
+    accT = xp.zeros((g, Cg * K, O // g), dtype=cdt)
+    for part in _run_chunks(x, chunks, workers, run):
+        accT += part
     gw = xp.ascontiguousarray(accT.swapaxes(1, 2)).reshape((O, Cg) + kernel)
     return gw if cdt == dt else gw.astype(dt)
 

@@ -3,10 +3,10 @@ pixel_shuffle/unshuffle, affine_grid and grid_sample.
 
 Interpolation is separable: each spatial axis is resampled on its own by a sparse (out, in)
 matrix given as a few taps (index, weight) per output position: one tap for nearest, two for
-linear, four for bicubic, a whole bin for 'area'. A small axis is resampled by one BLAS matmul
-with the dense matrix; a large one by a weighted sum of `take`s. The adjoint (the gradient)
-is the transposed matrix: a matmul, or scatter-adds in layers of distinct indices. The pair of
-primitives are each other's derivative, so double backward works.
+linear, four for bicubic, a whole bin for 'area' (adaptive average pooling). A short axis is
+resampled by one BLAS matmul with the dense matrix; a long one by a weighted sum of `take`s.
+The adjoint (the gradient) is the transposed matrix: a matmul, or scatter-adds in layers of
+distinct indices. The two primitives are each other's derivative, so double backward works.
 """
 from __future__ import annotations
 
@@ -22,16 +22,19 @@ from rtx.runtime.devices import array_module
 __all__ = ["pad", "interpolate", "upsample", "upsample_nearest", "upsample_bilinear", "unfold", "fold",
            "pixel_shuffle", "pixel_unshuffle", "affine_grid", "grid_sample"]
 
-# An axis this short is resampled with a dense (out, in) matrix and one matmul: below it the
-# matmul beats NumPy's gathers and scatters (measured: 64 -> 128 bilinear, 4-8x faster).
-_DENSE_MAX = 128
+# When one dense (out, in) matmul beats gathers and scatters (single-thread NumPy, measured on
+# (N, C, n, n) -> 2n): forward, a weighted sum of 2-4 takes wins from n = 128 on (5.4 vs 7.9 ms
+# at 128 -> 256; the matmul wins 5.1 vs 6.3 ms at 64 -> 128) and a plain take always does; the
+# adjoint's scatter-adds lose up to n * 2n = 256 * 512 (7.2 vs 15.2 ms at 128 -> 256).
+_DENSE_FORWARD_MAX = 64
+_DENSE_ADJOINT_MAX = 256 * 512
 
 
 # ---- resampling along one axis ---------------------------------------------------------------
 
 
-def _dense(dtype, in_size):
-    return dtype.kind == "f" and dtype.itemsize >= 4 and in_size <= _DENSE_MAX
+def _blas_float(dtype):
+    return dtype.kind == "f" and dtype.itemsize >= 4
 
 
 def _matrix(taps, in_size, out_size, dtype, xp):
@@ -74,7 +77,7 @@ def _wshape(nd, axis, n):
 
 def _resample(a, axis, taps, in_size, out_size):
     xp = array_module(a)
-    if _dense(a.dtype, in_size) and (len(taps) > 1 or taps[0][1] is not None):
+    if _blas_float(a.dtype) and in_size <= _DENSE_FORWARD_MAX and len(taps) > 1:
         return _apply_matrix(a, _matrix(taps, in_size, out_size, a.dtype, xp), axis)
     y = None
     for idx, w in taps:
@@ -87,17 +90,16 @@ def _resample(a, axis, taps, in_size, out_size):
 
 def _resample_T(g, axis, taps, in_size, out_size):
     xp = array_module(g)
-    if _dense(g.dtype, in_size):
+    if _blas_float(g.dtype) and in_size * out_size <= _DENSE_ADJOINT_MAX:
         return _apply_matrix(g, _matrix(taps, in_size, out_size, g.dtype, xp).T, axis)
-    shape = list(g.shape)
-    shape[axis] = in_size
-    out = xp.zeros(tuple(shape), dtype=g.dtype)
-    lead = (slice(None),) * axis
+    # Scatter-add along the axis moved to the front, where each index picks a contiguous row.
+    gm = xp.ascontiguousarray(xp.moveaxis(g, axis, 0))
+    out = xp.zeros((in_size,) + gm.shape[1:], dtype=g.dtype)
     for idx, w in taps:
-        gw = g if w is None else g * xp.asarray(w.astype(g.dtype)).reshape(_wshape(g.ndim, axis, out_size))
+        gw = gm if w is None else gm * xp.asarray(w.astype(g.dtype)).reshape((out_size,) + (1,) * (g.ndim - 1))
         for pos, tgt in _layers(idx):
-            out[lead + (xp.asarray(tgt),)] += gw[lead + (xp.asarray(pos),)]
-    return out
+            out[xp.asarray(tgt)] += gw[xp.asarray(pos)]
+    return xp.ascontiguousarray(xp.moveaxis(out, 0, axis))
 
 
 class Resample(Primitive):
@@ -485,7 +487,7 @@ def pixel_unshuffle(input, downscale_factor):
 # ---- spatial transformers --------------------------------------------------------------------
 
 
-def _base_coords(n, align_corners, xp):
+def _base_coords(n, align_corners):
     if align_corners:
         return np.linspace(-1.0, 1.0, n) if n > 1 else np.zeros(1)
     return (np.arange(n) * 2 + 1) / n - 1
@@ -503,7 +505,7 @@ def affine_grid(theta, size, align_corners=None):
         if theta.ndim != 3 or tuple(theta.shape[1:]) != (2, 3):
             raise ValueError(f"Expected a batch of 2D affine matrices of shape Nx2x3 for size {size}. Got "
                              f"{list(theta.shape)}.")
-        xs, ys = _base_coords(W, align_corners, np), _base_coords(H, align_corners, np)
+        xs, ys = _base_coords(W, align_corners), _base_coords(H, align_corners)
         base = np.stack([np.broadcast_to(xs[None, :], (H, W)), np.broadcast_to(ys[:, None], (H, W)),
                          np.ones((H, W))], axis=-1).reshape(H * W, 3)
         out_shape = (N, H, W, 2)
@@ -512,7 +514,7 @@ def affine_grid(theta, size, align_corners=None):
         if theta.ndim != 3 or tuple(theta.shape[1:]) != (3, 4):
             raise ValueError(f"Expected a batch of 3D affine matrices of shape Nx3x4 for size {size}. Got "
                              f"{list(theta.shape)}.")
-        xs, ys, zs = (_base_coords(n, align_corners, np) for n in (W, H, D))
+        xs, ys, zs = (_base_coords(n, align_corners) for n in (W, H, D))
         grid = np.meshgrid(zs, ys, xs, indexing="ij")
         base = np.stack([grid[2], grid[1], grid[0], np.ones((D, H, W))], axis=-1).reshape(D * H * W, 4)
         out_shape = (N, D, H, W, 3)

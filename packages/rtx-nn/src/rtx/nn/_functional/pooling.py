@@ -313,9 +313,13 @@ class AvgPool(Primitive):
         a = x._data
         xpad = pad_zeros(a, geo.pads)
         offs = geo.offsets()
-        acc = xpad[geo.slices(offs[0])].copy()
+        integer = a.dtype.kind in "iu"
+        acc = xpad[geo.slices(offs[0])].astype(np.int64) if integer else xpad[geo.slices(offs[0])].copy()
         for off in offs[1:]:
             acc += xpad[geo.slices(off)]
+        if integer:  # PyTorch divides integer sums in C++: truncation toward zero
+            xp = array_module(a)
+            return (xp.sign(acc) * (xp.abs(acc) // div.astype(np.int64))).astype(a.dtype)
         acc /= div
         return acc if acc.dtype == a.dtype else acc.astype(a.dtype)
 
@@ -344,7 +348,8 @@ class AvgScatter(Primitive):
 
 
 def _avg_pool(op, nd, input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override):
-    check_float(input, op)
+    if type(input) is not Tensor or input._data.dtype.kind not in "iu":
+        check_float(input, op)  # integers pool too (truncating, as PyTorch); bool and complex do not
     x, unbatched = batched(input, nd, op)
     if divisor_override is not None and divisor_override == 0:
         raise RuntimeError("divisor must be not zero")
@@ -445,8 +450,8 @@ class PlaneGather(Primitive):
         ctx.idx, ctx.plane, ctx.lead = idx, plane, x._data.shape[:2]
         a = x._data
         xp = array_module(a)
-        flat = a.reshape(a.shape[:2] + (-1,))
-        return xp.take_along_axis(flat, idx.reshape(idx.shape[:2] + (-1,)), axis=2).reshape(idx.shape)
+        flat = a.reshape(a.shape[:2] + (_prod(a.shape[2:]),))
+        return xp.take_along_axis(flat, idx.reshape(idx.shape[:2] + (_prod(idx.shape[2:]),)), axis=2).reshape(idx.shape)
 
     @staticmethod
     def backward(ctx, grad):
@@ -510,10 +515,14 @@ def _adaptive_argmax(a, in_shape, out):
         index.append(xp.asarray(ids.reshape(shape)))
     g = a[tuple(index)]                                   # (N, C, o0, k0, o1, k1, ...)
     perm = (0, 1) + tuple(range(2, 2 + 2 * nd, 2)) + tuple(range(3, 3 + 2 * nd, 2))
-    g = g.transpose(perm).reshape(a.shape[:2] + tuple(out) + (-1,))
-    if a.dtype.kind == "f":  # a NaN is the maximum (first NaN here; PyTorch keeps the last)
-        g = xp.where(xp.isnan(g), xp.asarray(np.inf, dtype=g.dtype), g)
-    arg = xp.argmax(g, axis=-1)
+    kmax = _prod(g.shape[3::2])
+    g = g.transpose(perm).reshape(a.shape[:2] + tuple(out) + (kmax,))
+    arg = xp.argmax(g, axis=-1)  # the first maximum
+    if a.dtype.kind not in "iub":
+        nan = xp.isnan(g)
+        if bool(nan.any()):  # PyTorch: `val > maxval || isnan(val)`, so the last NaN
+            last = kmax - 1 - xp.argmax(nan[..., ::-1], axis=-1)
+            arg = xp.where(nan.any(axis=-1), last, arg)
     kshape = tuple(c.shape[1] for c in coord)
     flat = xp.zeros(arg.shape, dtype=np.int64)
     rest = arg
