@@ -7,6 +7,7 @@ MODULES = [
     'rtx.autograd',
     'rtx.data',
     'rtx.demo',
+    'rtx.graph',
     'rtx.kernel',
     'rtx.losses',
     'rtx.memory',

@@ -7,14 +7,21 @@ MODULES = [
     'rtx.autograd',
     'rtx.data',
     'rtx.demo',
+    'rtx.distributed',
+    'rtx.flash_attn',
+    'rtx.graph',
     'rtx.kernel',
     'rtx.losses',
     'rtx.memory',
+    'rtx.nlg',
     'rtx.nn',
+    'rtx.onnx',
     'rtx.optim',
     'rtx.preprocessing',
     'rtx.runtime',
     'rtx._tensor',
+    'rtx.transformers',
+    'rtx.vision',
 ]
 
 

@@ -27,6 +27,9 @@ class _NoGraph:
 
 NO_GRAPH = _NoGraph()
 
+# Set by rtx.graph while it traces: called as _tracer(cls, inputs, attrs) instead of the op.
+_tracer = None
+
 
 class Primitive(graph.Node):
     # Output positions that never carry a gradient (indices, masks).
@@ -52,6 +55,8 @@ class Primitive(graph.Node):
     @classmethod
     def apply(cls, *inputs, **attrs):
         """Run the op on Tensors (or Python scalars, treated as constants)."""
+        if _tracer is not None:
+            return _tracer(cls, inputs, attrs)
         if _state.enabled:
             for t in inputs:
                 if type(t) is Tensor and t.requires_grad:

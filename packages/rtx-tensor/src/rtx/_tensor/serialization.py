@@ -53,10 +53,17 @@ def _rebuild_tensor(array, device_str, requires_grad):
 
 
 def save(obj, f, pickle_module=None, pickle_protocol=2, _use_new_zipfile_serialization=True,
-         _disable_byteorder_record=False):
+         _disable_byteorder_record=False, *, format="rtx"):
     """Save a Tensor, or nested dicts / lists / tuples of tensors and plain values (a state_dict,
     an optimizer's state_dict), to a path or a binary file object. The pickle arguments are
-    accepted for PyTorch compatibility and ignored: nothing is pickled."""
+    accepted for PyTorch compatibility and ignored: nothing is pickled.
+
+    format="torch" writes PyTorch's zip checkpoint instead (what torch.save writes), which
+    `torch.load(f, weights_only=True)` reads; it is written without importing torch."""
+    if format == "torch":
+        return _save_torch(obj, f)
+    if format not in ("rtx", "safetensors"):
+        raise ValueError(f"rtx.save: format must be 'rtx' (safetensors + JSON) or 'torch', got {format!r}")
     from safetensors.numpy import save as st_save
     from safetensors.numpy import save_file as st_save_file
     enc = _Encoder()
@@ -152,6 +159,137 @@ def _c_order(arr):
 
 def _join(path, k):
     return f"{path}.{k}" if path else str(k)
+
+
+# ==== save in PyTorch's zip format ================================================================
+#
+# torch.save's zip: archive/data.pkl (a protocol-2 pickle in which each tensor is
+# torch._utils._rebuild_tensor_v2(storage, offset, size, stride, requires_grad, OrderedDict())
+# and each storage a persistent id ('storage', torch.<Type>Storage, key, 'cpu', numel)),
+# archive/data/<key> (the storages' raw little-endian bytes, 64-byte aligned like torch's),
+# archive/byteorder and archive/version. The torch globals are written as GLOBAL opcodes by
+# name (stand-ins below), so torch is never imported.
+
+class _TorchGlobal:
+    """A torch global written by name (module, qualname); callable so that pickle's
+    save_reduce accepts it as a reduce function."""
+
+    def __init__(self, module, name):
+        self.module, self.name = module, name
+
+    def __call__(self, *args):
+        raise TypeError(f"{self.module}.{self.name} is a stand-in for writing checkpoints")
+
+
+class _TorchStorage:
+    __slots__ = ("key", "dtype_name", "numel")
+
+    def __init__(self, key, dtype_name, numel):
+        self.key, self.dtype_name, self.numel = key, dtype_name, numel
+
+
+_REBUILD_TENSOR = _TorchGlobal("torch._utils", "_rebuild_tensor_v2")
+_REBUILD_PARAMETER = _TorchGlobal("torch._utils", "_rebuild_parameter")
+
+
+class _TorchPickler(pickle._Pickler):
+    """The pure-Python pickler (its save_global can be steered) writing torch's layout."""
+
+    def __init__(self, file, storages):
+        super().__init__(file, protocol=2)
+        self.storages = storages        # key -> bytes
+        self.keys = {}                  # id(tensor) -> storage
+        self.keep = []
+
+    def save(self, obj, save_persistent_id=True):
+        if isinstance(obj, _TorchGlobal):
+            memo = self.memo.get(id(obj))
+            if memo is not None:
+                self.write(self.get(memo[0]))
+                return
+            self.write(pickle.GLOBAL + f"{obj.module}\n{obj.name}\n".encode("utf-8"))
+            self.memoize(obj)
+            return
+        return super().save(obj, save_persistent_id)
+
+    def persistent_id(self, obj):
+        if isinstance(obj, _TorchStorage):
+            storage_type = _TorchGlobal("torch", _STORAGE_NAMES[obj.dtype_name])
+            return ("storage", self._global(storage_type), obj.key, "cpu", obj.numel)
+        return None
+
+    def _global(self, g):
+        # one stand-in per name, so pickle's memo writes each GLOBAL once (as torch does)
+        cache = self.__dict__.setdefault("_globals", {})
+        return cache.setdefault((g.module, g.name), g)
+
+    def reducer_override(self, obj):
+        if type(obj) is Tensor:
+            return self._reduce_tensor(obj)
+        if isinstance(obj, Size):
+            return (self._global(_TorchGlobal("torch", "Size")), (tuple(obj),))
+        if isinstance(obj, _dt.dtype):
+            raise TypeError("rtx.save(format='torch'): dtype objects cannot be written without torch; save "
+                            "the name (str(dtype)) instead")
+        if isinstance(obj, _devices.device):
+            return (self._global(_TorchGlobal("torch", "device")), (str(obj),))
+        return NotImplemented
+
+    def _reduce_tensor(self, t):
+        storage = self.keys.get(id(t))
+        arr = t.detach().__array__()
+        name = t.dtype.name
+        if name not in _STORAGE_NAMES:
+            raise TypeError(f"rtx.save(format='torch'): PyTorch has no storage for dtype {name}")
+        if storage is None:
+            key = str(len(self.storages))
+            if arr.dtype.byteorder == ">":
+                arr = arr.astype(arr.dtype.newbyteorder("<"))
+            self.storages[key] = _c_order(arr).tobytes()
+            storage = _TorchStorage(key, name, int(arr.size))
+            self.keys[id(t)] = storage
+            self.keep.append(t)
+        shape = tuple(int(s) for s in arr.shape)
+        stride = tuple(int(np.prod(shape[i + 1:], dtype=np.int64)) for i in range(len(shape)))
+        hooks = OrderedDict()
+        if t.__dict__.get("_is_param"):
+            plain = Tensor._make(t._data)
+            self.keys[id(plain)] = storage
+            self.keep.append(plain)
+            return (self._global(_REBUILD_PARAMETER), (plain, bool(t.requires_grad), hooks))
+        return (self._global(_REBUILD_TENSOR), (storage, 0, shape, stride, bool(t.requires_grad), hooks))
+
+
+_STORAGE_NAMES = {"float64": "DoubleStorage", "float32": "FloatStorage", "float16": "HalfStorage",
+                  "bfloat16": "BFloat16Storage", "int64": "LongStorage", "int32": "IntStorage",
+                  "int16": "ShortStorage", "int8": "CharStorage", "uint8": "ByteStorage", "bool": "BoolStorage",
+                  "complex64": "ComplexFloatStorage", "complex128": "ComplexDoubleStorage"}
+
+
+def _save_torch(obj, f):
+    import zipfile
+    storages = {}
+    buf = io.BytesIO()
+    _TorchPickler(buf, storages).dump(obj)
+    records = [("data.pkl", buf.getvalue()), ("byteorder", b"little")]
+    records += [(f"data/{k}", v) for k, v in storages.items()]
+    records.append(("version", b"3\n"))
+    own = isinstance(f, (str, os.PathLike))
+    if not own and not hasattr(f, "write"):
+        raise TypeError(f"rtx.save: f must be a path or a binary file object, got {type(f).__name__}")
+    fh = open(f, "wb") if own else f
+    try:
+        with zipfile.ZipFile(fh, "w", compression=zipfile.ZIP_STORED) as z:
+            for name, data in records:
+                info = zipfile.ZipInfo(f"archive/{name}", date_time=(1980, 1, 1, 0, 0, 0))
+                # pad the local header so the data starts on a 64-byte boundary (torch's mmap needs it)
+                start = z.fp.tell() + 30 + len(info.filename.encode("utf-8"))
+                pad = (-(start + 4)) % 64
+                info.extra = struct.pack("<HH", 0x4246, pad) + b"Z" * pad
+                z.writestr(info, data)
+    finally:
+        if own:
+            fh.close()
 
 
 # ==== load ======================================================================================

@@ -1,0 +1,70 @@
+"""VisionDataset: the base of the data sets (root, transform, target_transform, repr), and the
+rule every reader here keeps: files come from a local path; nothing is downloaded."""
+from __future__ import annotations
+
+import os
+
+from rtx.data import Dataset
+
+
+class VisionDataset(Dataset):
+    _repr_indent = 4
+
+    def __init__(self, root=None, transforms=None, transform=None, target_transform=None):
+        if isinstance(root, (str, bytes, os.PathLike)):
+            root = os.path.expanduser(os.fspath(root))
+        self.root = root
+        has_transforms = transforms is not None
+        has_separate = transform is not None or target_transform is not None
+        if has_transforms and has_separate:
+            raise ValueError("Only transforms or transform/target_transform can be passed as argument")
+        self.transform = transform
+        self.target_transform = target_transform
+        if not has_transforms:
+            transforms = _StandardTransform(transform, target_transform)
+        self.transforms = transforms
+
+    def __getitem__(self, index):
+        raise NotImplementedError(f"{type(self).__name__} must implement __getitem__")
+
+    def __len__(self):
+        raise NotImplementedError(f"{type(self).__name__} must implement __len__")
+
+    def extra_repr(self):
+        return ""
+
+    def __repr__(self):
+        head = "Dataset " + self.__class__.__name__
+        body = [f"Number of datapoints: {self.__len__()}"]
+        if self.root is not None:
+            body.append(f"Root location: {self.root}")
+        body += self.extra_repr().splitlines()
+        if self.transform is not None:
+            body += _indent(f"Transform: {self.transform!r}")
+        if self.target_transform is not None:
+            body += _indent(f"Target transform: {self.target_transform!r}")
+        return "\n".join([head] + [" " * self._repr_indent + line for line in body])
+
+
+def _indent(text):
+    lines = text.splitlines()
+    return [lines[0]] + [" " * 4 + line for line in lines[1:]]
+
+
+class _StandardTransform:
+    def __init__(self, transform=None, target_transform=None):
+        self.transform = transform
+        self.target_transform = target_transform
+
+    def __call__(self, input, target):
+        if self.transform is not None:
+            input = self.transform(input)
+        if self.target_transform is not None:
+            target = self.target_transform(target)
+        return input, target
+
+
+def no_download(name, download):
+    if download:
+        raise RuntimeError(f"{name}(download=True): rtx downloads nothing at run time. Put the files in place "
+                           f"yourself (the error for download=False says where) and pass download=False.")
