@@ -8,7 +8,7 @@ A case passes when rtx's outputs match the suite's expected outputs with the sui
 (onnx.backend.test.runner.Runner.assert_similar_outputs: shapes, dtypes, rtol/atol per case).
 The pass rate is passed / all node cases of the domain, skipped ones counted as failures.
 "Native" counts the passing cases whose every op has an rtx kernel; the others pass through
-the ONNX function body of an op rtx has no kernel for (rtx.onnx.load.EXPAND_FUNCTIONS).
+the ONNX function body of an op rtx has no kernel for (rtx.onnx.load(..., expand_functions=True)).
 packages/rtx-onnx/tests/test_conformance.py checks that the README table agrees with its list
 of expected failures.
 """
@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import collections
-import re
 import sys
 import time
 import traceback
@@ -78,10 +77,6 @@ def run_case(case):
         text = " ".join(line.strip() for line in f"{type(e).__name__}: {e}".splitlines() if line.strip())
         return text[:400]
     return None
-
-
-def excluded(name, patterns):
-    return any(re.search(p, name + "_cpu") for p in patterns)
 
 
 def table(results):

@@ -230,3 +230,11 @@ def test_sampler_errors():
         DistributedSampler(list(range(4)), num_replicas=2, rank=2)
     with pytest.raises(RuntimeError, match="init_process_group"):
         DistributedSampler(list(range(4)))
+
+
+def test_buffers_come_from_rank_0(ddp_job):
+    ranks, _, _ = ddp_job
+    np.testing.assert_array_equal(ranks[1]["bn_var_after_init"], ranks[0]["bn_var_after_init"])
+    assert not np.allclose(ranks[0]["bn_mean_after_train"], ranks[1]["bn_mean_after_train"])  # own data
+    for r in range(N):
+        np.testing.assert_array_equal(ranks[r]["bn_mean_after_eval"], ranks[0]["bn_mean_after_train"])

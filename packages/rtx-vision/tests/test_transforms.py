@@ -392,3 +392,22 @@ def test_dataloader_workers_make_reproducible_augmentation():
     np.testing.assert_array_equal(first, run())
     # the workers draw different crops (each is seeded differently): not all 8 samples alike
     assert len({first[k].tobytes() for k in range(8)}) > 1
+
+
+# ---- utils ------------------------------------------------------------------------------------
+
+def test_make_grid_layout_and_save_image(tmp_path):
+    from rtx.vision.utils import make_grid, save_image
+    imgs = RNG.random((5, 1, 4, 6)).astype(np.float32)
+    grid = make_grid(rtx.from_numpy(imgs), nrow=3, padding=1, pad_value=0.5).numpy()
+    assert grid.shape == (3, 2 * 5 + 1, 3 * 7 + 1)
+    for k in range(5):
+        y, x = divmod(k, 3)
+        for c in range(3):
+            np.testing.assert_array_equal(grid[c, 1 + 5 * y:5 + 5 * y, 1 + 7 * x:7 + 7 * x], imgs[k, 0])
+    assert (grid[:, 6:, 15:] == 0.5).all() and (grid[:, 0, :] == 0.5).all()   # the empty sixth cell, the border
+    norm = make_grid(rtx.from_numpy(imgs * 4 - 1), normalize=True).numpy()
+    assert norm.min() == 0.0 and abs(norm.max() - 1.0) < 1e-6
+    save_image(rtx.from_numpy(imgs), tmp_path / "g.png", nrow=3, padding=1)
+    back = np.asarray(Image.open(tmp_path / "g.png"))
+    assert back.shape == (11, 22, 3) and back[1, 1, 0] == int(imgs[0, 0, 0, 0] * 255 + 0.5)

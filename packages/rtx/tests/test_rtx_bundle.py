@@ -8,6 +8,7 @@ MODULES = [
     'rtx.data',
     'rtx.demo',
     'rtx.distributed',
+    'rtx.federated',
     'rtx.flash_attn',
     'rtx.graph',
     'rtx.kernel',

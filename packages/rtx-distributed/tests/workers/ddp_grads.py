@@ -1,5 +1,5 @@
 """DDP gradients on 2 ranks, float64: plain step, no_sync accumulation, gradient_as_bucket_view,
-find_unused_parameters, and the unfinished-reduction error. Writes rank{r}.npz into argv[1]."""
+find_unused_parameters, the unfinished-reduction error, broadcast_buffers. Writes rank{r}.npz into argv[1]."""
 import sys
 
 import numpy as np
@@ -97,5 +97,17 @@ try:
     res["unfinished_error"] = np.array("")
 except RuntimeError as e:
     res["unfinished_error"] = np.array(str(e))
+
+# 6. broadcast_buffers: BatchNorm statistics come from rank 0 before every forward
+bn_model = nn.Sequential(nn.Linear(8, 6), nn.BatchNorm1d(6))
+bn_model[1].running_var.fill_(1.0 + rank)  # differs: the construction must sync it
+ddp6 = dist.DistributedDataParallel(bn_model)
+res["bn_var_after_init"] = bn_model[1].running_var.numpy().copy()
+ddp6(x)  # each rank updates its statistics from its own half of the batch
+res["bn_mean_after_train"] = bn_model[1].running_mean.numpy().copy()
+ddp6.eval()
+with rtx.no_grad():
+    ddp6(x)  # rank 0's statistics are broadcast first; eval mode does not change them
+res["bn_mean_after_eval"] = bn_model[1].running_mean.numpy().copy()
 
 np.savez(f"{out_dir}/rank{rank}.npz", **res)

@@ -63,7 +63,7 @@ def broadcast_coalesced(pg, tensors, src_group_rank=0) -> None:
         o = 0
         for t in ts:
             n = t._data.size
-            t._data.reshape(-1)[...] = flat[o:o + n]
+            t._data[...] = flat[o:o + n].reshape(t._data.shape)  # not reshape(-1)[...]: a copy if t is strided
             t._vc[0] += 1
             o += n
 

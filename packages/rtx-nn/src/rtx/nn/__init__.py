@@ -19,6 +19,7 @@ from rtx.nn.modules.padding import *
 from rtx.nn.modules.pooling import *
 from rtx.nn.modules.rnn import *
 from rtx.nn.modules.sparse import *
+from rtx.nn.modules.transformer import *
 from rtx.nn.modules.upsampling import *
 from rtx.nn.parameter import Buffer, Parameter
 

@@ -10,7 +10,7 @@ __version__ = "0.1.0"
 
 # Eager: the submodule rtx.onnx.export has the function's name, and importing the submodule
 # later (as the exporter's own modules do) would otherwise leave the module in its place.
-from rtx.onnx.export import export  # noqa: E402  (imports onnx only when called)
+from rtx.onnx.export import export  # noqa: E402,F401  (imports onnx only when called)
 
 _LAZY = {
     "load": ("rtx.onnx.load", "load"),

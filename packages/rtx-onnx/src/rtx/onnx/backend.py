@@ -10,10 +10,10 @@ onnxruntime.backend offers them. Devices: "CPU" always; "CUDA" when rtx sees a G
 from __future__ import annotations
 
 import numpy as np
-import onnx
-from onnx.backend.base import Backend, BackendRep, namedtupledict
 
+import onnx
 import rtx
+from onnx.backend.base import Backend, BackendRep, namedtupledict
 from rtx.onnx.load import ModelModule, read_model, run_numpy
 
 __all__ = ["RtxBackend", "RtxBackendRep", "prepare", "run_model", "run_node", "supports_device"]

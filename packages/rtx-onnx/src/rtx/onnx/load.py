@@ -43,8 +43,9 @@ class UnsupportedOpError(NotImplementedError):
 # ---- reading ------------------------------------------------------------------------------------
 def read_model(f, *, check: bool = True, full_check: bool = False):
     """Parse a path, bytes, file object or ModelProto into a checked onnx.ModelProto."""
-    import onnx
     from google.protobuf.message import DecodeError
+
+    import onnx
 
     where = "<model>"
     if isinstance(f, onnx.ModelProto):
@@ -120,11 +121,13 @@ class Node:
 
 
 class Scope:
-    """What a graph needs to compile its nodes: opset versions and the model's local functions."""
+    """What a graph needs to compile its nodes: opset versions, the model's local functions, and
+    whether ops without an rtx kernel may run as their ONNX function body."""
 
-    def __init__(self, opsets, functions):
+    def __init__(self, opsets, functions, expand_functions=True):
         self.opsets = opsets
         self.functions = functions
+        self.expand_functions = expand_functions
 
     def version(self, domain, op_type):
         if domain in self.opsets:
@@ -292,12 +295,6 @@ def _resolve_refs(proto, ref_attrs):
     return node
 
 
-# Ops without an rtx kernel run as their ONNX function body (schema or context-dependent), as
-# onnxruntime does. Set to False to allow native kernels only (the conformance report does, to
-# count what the kernels pass on their own).
-EXPAND_FUNCTIONS = True
-
-
 def compile_node(proto, scope, ref_attrs=None):
     """ref_attrs: inside a function body, the caller's attributes (name -> AttributeProto)."""
     if any(a.ref_attr_name for a in proto.attribute):
@@ -311,10 +308,10 @@ def compile_node(proto, scope, ref_attrs=None):
         fn = _LocalFunction(scope.functions[key], scope, proto)
     elif key in OPS:
         fn = OPS[key]
-    elif EXPAND_FUNCTIONS:
+    elif scope.expand_functions:
         fn = _schema_function(proto, domain, opset, scope)
     else:
-        raise UnsupportedOpError(proto.op_type, domain, opset, "no rtx kernel (function bodies disabled)")
+        raise UnsupportedOpError(proto.op_type, domain, opset, "no rtx kernel (expand_functions=False)")
     return Node(fn, proto, attrs, opset, domain)
 
 
@@ -325,7 +322,7 @@ class _FunctionBody:
     def __init__(self, fproto, scope, call_attrs):
         opsets = dict(scope.opsets)
         opsets.update({domain_of(o.domain): o.version for o in fproto.opset_import})
-        inner = Scope(opsets, scope.functions)
+        inner = Scope(opsets, scope.functions, scope.expand_functions)
         self.inputs = list(fproto.input)
         self.outputs = list(fproto.output)
         self.nodes = [compile_node(n, inner, call_attrs) for n in _toposort(fproto.node)]
@@ -426,6 +423,10 @@ class _Holder(nn.Module):
     def forward(self, *args):
         raise RuntimeError("this module only holds an imported model's initializers")
 
+    def extra_repr(self):
+        items = list(self._parameters.items()) + list(self._buffers.items())
+        return ", ".join(f"{k}: {list(v.shape)}" for k, v in items)
+
 
 class ModelModule(nn.Module):
     """An ONNX model as an rtx Module.
@@ -436,7 +437,7 @@ class ModelModule(nn.Module):
     names (dotted names become submodules, other characters become '_'; see `initializer_keys`).
     """
 
-    def __init__(self, model, *, check: bool = True):
+    def __init__(self, model, *, check: bool = True, expand_functions: bool = True):
         super().__init__()
         import onnx
         if not isinstance(model, onnx.ModelProto):
@@ -444,7 +445,7 @@ class ModelModule(nn.Module):
         load_all()
         opsets = {domain_of(o.domain): o.version for o in model.opset_import}
         functions = {(domain_of(f.domain), f.name): f for f in model.functions}
-        graph = Graph(model.graph, Scope(opsets, functions))
+        graph = Graph(model.graph, Scope(opsets, functions, expand_functions))
         object.__setattr__(self, "_graph", graph)
         object.__setattr__(self, "opset_import", opsets)
         self.initializer_keys = {}
@@ -458,11 +459,13 @@ class ModelModule(nn.Module):
 
     def _register_initializer(self, name, a):
         t = Tensor._make(np.array(a, copy=True))
-        value = nn.Parameter(t) if is_grad_float(a) else t
-        kind = "parameter" if is_grad_float(a) else "buffer"
+        is_param = is_grad_float(a)
+        value = nn.Parameter(t) if is_param else t
+        # The state_dict key is the ONNX name: dotted names become submodules (as PyTorch's
+        # exporters wrote them), anything else stays one key; collisions fall back to '_' names.
+        owner, key = self, name
         parts = name.split(".")
-        owner = self
-        if len(parts) > 1 and all(p.isidentifier() for p in parts):
+        if all(parts):
             for p in parts[:-1]:
                 sub = owner._modules.get(p)
                 if sub is None:
@@ -476,16 +479,14 @@ class ModelModule(nn.Module):
             if owner is not None and (hasattr(owner, key) or key in owner._modules):
                 owner = None
         else:
-            owner, key = None, None
+            owner = None
         if owner is None:
             owner = self
             key = re.sub(r"\W", "_", name) or "_"
-            if key[0].isdigit():
-                key = "_" + key
             base, i = key, 1
             while hasattr(self, key) or key in self._modules:
                 key, i = f"{base}_{i}", i + 1
-        if kind == "parameter":
+        if is_param:
             owner.register_parameter(key, value)
         else:
             owner.register_buffer(key, value)
@@ -547,13 +548,15 @@ def supported_ops():
     return sorted(OPS)
 
 
-def load(f, *, check: bool = True) -> ModelModule:
+def load(f, *, check: bool = True, expand_functions: bool = True) -> ModelModule:
     """Load an ONNX model (path, bytes, file object or ModelProto) as a runnable rtx Module.
 
+    check: run onnx.checker.check_model first. expand_functions: ops without an rtx kernel run as
+    their ONNX function body (as onnxruntime does); False allows rtx kernels only.
     Raises ONNXLoadError for files that are not valid ONNX (empty, truncated, corrupted, rejected
     by onnx.checker) and UnsupportedOpError for ops with neither an rtx kernel nor a function body.
     """
-    return ModelModule(read_model(f, check=check), check=False)
+    return ModelModule(read_model(f, check=check), check=False, expand_functions=expand_functions)
 
 
 def _to_numpy(v):

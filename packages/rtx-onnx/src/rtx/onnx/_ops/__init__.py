@@ -109,7 +109,7 @@ def cast_array(a, dtype, saturate=True, round_mode="up"):
         return a
     if dtype.name == "float8_e8m0fnu":
         return _to_e8m0(a, saturate, round_mode)
-    if dtype == object:
+    if dtype.kind == "O":
         if a.dtype.kind == "f":
             return np.array([_float_str(v) for v in a.reshape(-1)], dtype=object).reshape(a.shape)
         return a.astype(str).astype(object)
@@ -175,4 +175,5 @@ def load_all():
         importlib.import_module(f"rtx.onnx._ops.{name}")
 
 
-FAMILIES = ("elementwise", "reduce", "shape", "nn", "rnn", "control", "sequence", "quant", "misc", "strings", "ml", "training")
+FAMILIES = ("elementwise", "reduce", "shape", "nn", "rnn", "control", "sequence", "quant", "misc", "strings", "ml",
+            "training")

@@ -15,7 +15,7 @@ from rtx.onnx._ops import arr, const, ints, is_grad_float, np_dtype, op, scalar,
 def bitcast(inputs, attrs, opset):
     a = arr(inputs[0])
     to = np_dtype(attrs["to"])
-    if a.dtype.itemsize != to.itemsize or a.dtype == object or to == object:
+    if a.dtype.itemsize != to.itemsize or a.dtype.kind == "O" or to.kind == "O":
         raise ValueError(f"BitCast: {a.dtype} and {to} must be numeric types of the same width")
     return const(np.array(a, order="C").view(to))
 

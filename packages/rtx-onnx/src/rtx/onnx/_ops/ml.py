@@ -19,7 +19,7 @@ def label_encoder(inputs, attrs, opset):
         default = attrs.get("default_tensor")
         dtype = values.dtype
         default = np.asarray(default).reshape(-1)[0] if default is not None else \
-            ("_Unused" if dtype == object else (-1 if dtype.kind in "iu" else -0.0))
+            ("_Unused" if dtype.kind == "O" else (-1 if dtype.kind in "iu" else -0.0))
     elif vkey == "values_strings":
         dtype, default = np.dtype(object), attrs.get("default_string", "_Unused")
     elif vkey == "values_int64s":

@@ -363,10 +363,11 @@ def batch_norm(inputs, attrs, opset):
     x, scale, bias, mean, var = inputs[:5]
     nd = arr(x).ndim
     eps = attrs.get("epsilon", 1e-5)
-    training = attrs.get("training_mode", 0) if opset >= 14 else (attrs["_n_outputs"] > 1 and opset < 9
-                                                                     and not attrs.get("is_test", 0))
-    if opset >= 14 and training or (9 <= opset < 14 and attrs["_n_outputs"] > 1):
-        training = True
+    # opset 14+: the training_mode attribute; before: training when the statistics outputs are asked for
+    if opset >= 14:
+        training = bool(attrs.get("training_mode", 0))
+    else:
+        training = attrs["_n_outputs"] > 1 and not attrs.get("is_test", 0)
     if not training:
         inv = rtx.rsqrt(var + eps) if is_grad_float(var) else const(1 / np.sqrt(arr(var) + eps))
         return (x - _bshape(mean, nd)) * _bshape(inv * scale, nd) + _bshape(bias, nd)
@@ -452,10 +453,9 @@ def group_norm(inputs, attrs, opset):
     if low:
         y = y.to(x.dtype)
     nd = len(shp)
-    if arr(scale).shape[0] != c:  # opset 18: one scale per group
-        scale = reshape(rtx.repeat_interleave(scale, c // g) if hasattr(rtx, "repeat_interleave")
-                        else const(np.repeat(arr(scale), c // g)), (c,))
-        bias = reshape(const(np.repeat(arr(bias), c // g)), (c,))
+    if arr(scale).shape[0] != c:  # opset 18: one scale and bias per group
+        per_channel = np.repeat(np.arange(g), c // g)
+        scale, bias = take(scale, 0, per_channel), take(bias, 0, per_channel)
     return y * _bshape(scale, nd) + _bshape(bias, nd)
 
 
@@ -704,10 +704,7 @@ def resize(inputs, attrs, opset):
     roi = None if roi is None or arr(roi).size == 0 else [float(v) for v in arr(roi).reshape(-1)]
     scales = None if scales is None or arr(scales).size == 0 else [float(v) for v in arr(scales).reshape(-1)]
     sizes = None if sizes is None or arr(sizes).size == 0 else ints(sizes)
-    axes = attrs.get("axes")
-    if roi is not None and axes is None and len(roi) == 2 * arr(x).ndim:
-        pass
-    return _resize(x, sizes, scales, attrs, roi, axes)
+    return _resize(x, sizes, scales, attrs, roi, attrs.get("axes"))
 
 
 @op("Upsample")

@@ -22,36 +22,41 @@ def _axes(inputs, attrs, opset, since):
 
 
 def _reduce(name, since, rtx_fn, np_fn, empty, post=None, pre=None):
+    """Register Reduce<name>: pre (elementwise, before summing), the reduction, post (after)."""
     @op(name)
     def fn(inputs, attrs, opset):
         x = inputs[0]
+        a = arr(x)
         axes = _axes(inputs, attrs, opset, since)
         keep = bool(attrs.get("keepdims", 1))
-        if axes == ():
-            return x if pre is None or name in ("ReduceMax", "ReduceMin", "ReduceSum", "ReduceMean", "ReduceProd") \
-                else _post(post, pre(x) if is_grad_float(x) else const(_np_pre(pre, arr(x))))
-        a = arr(x)
+        if axes == ():  # noop_with_empty_axes: only the elementwise parts apply
+            if is_grad_float(x):
+                return _post(post, pre(x) if pre else x)
+            return const(_np_post(post, _np_pre(pre, a)).astype(a.dtype))
         dims = tuple(range(a.ndim)) if axes is None else axes
-        if is_grad_float(x) and a.size and rtx_fn is not None:
-            y = pre(x) if pre else x
-            out = rtx_fn(y, dims, keep)
-            return _post(post, out)
-        # NumPy: non-float types, empty inputs (reductions over nothing give the identity)
-        src = _np_pre(pre, a) if pre else a
+        if is_grad_float(x) and a.size:
+            return _post(post, rtx_fn(pre(x) if pre else x, dims, keep))
+        # NumPy: non-float types, and empty inputs (a reduction over nothing gives its identity)
+        src = _np_pre(pre, a)
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            if src.size == 0 or any(src.shape[d] == 0 for d in dims):
-                shape = [1 if d in dims else s for d, s in enumerate(src.shape)]
-                if not keep:
-                    shape = [s for d, s in enumerate(src.shape) if d not in dims]
+            if src.size == 0:
+                shape = [1 if d in dims else s for d, s in enumerate(src.shape)] if keep else \
+                    [s for d, s in enumerate(src.shape) if d not in dims]
                 out = np.full(shape, empty(src.dtype), dtype=np.float64 if src.dtype.kind == "V" else src.dtype)
             else:
                 out = np_fn(src.astype(np.float32) if src.dtype.kind == "V" else src, dims, keep)
-            if post == "log":
-                out = np.log(out)
-            elif post == "sqrt":
-                out = np.sqrt(out)
+            out = _np_post(post, out)
         return const(np.asarray(out).astype(a.dtype))
     return fn
+
+
+def _np_post(post, out):
+    with np.errstate(divide="ignore", invalid="ignore"):
+        if post == "log":
+            return np.log(out)
+        if post == "sqrt":
+            return np.sqrt(out)
+    return np.asarray(out)
 
 
 def _np_pre(pre, a):
@@ -59,8 +64,6 @@ def _np_pre(pre, a):
         return np.abs(a)
     if pre is _square:
         return a * a
-    if pre is _exp:
-        return a
     return a
 
 
@@ -78,10 +81,6 @@ def _abs(x):
 
 def _square(x):
     return x * x
-
-
-def _exp(x):
-    return x
 
 
 def _neg_inf(dt):

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from rtx.onnx._ops import arr, const, ints, np_dtype, op, scalar, wrap_axis
+from rtx.onnx._ops import arr, const, ints, op, scalar, wrap_axis
 from rtx.onnx._ops.shape import concat, reshape, slice_axis
 
 
@@ -128,5 +128,3 @@ def optional_get_element(inputs, attrs, opset):
         raise ValueError("OptionalGetElement: the optional is empty")
     return inputs[0]
 
-
-_ = np_dtype

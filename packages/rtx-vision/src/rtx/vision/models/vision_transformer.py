@@ -17,6 +17,9 @@ import rtx.nn as nn
 from rtx.vision.models._utils import _check_weights
 from rtx.vision.ops.misc import MLP
 
+# torchvision's default norm layer, one module-level object (not a call in each signature)
+_LayerNorm = partial(nn.LayerNorm, eps=1e-6)
+
 __all__ = ["VisionTransformer", "vit_t_16", "vit_s_16", "vit_b_16", "vit_b_32"]
 
 
@@ -36,7 +39,7 @@ class EncoderBlock(nn.Module):
     """Pre-norm transformer encoder block."""
 
     def __init__(self, num_heads, hidden_dim, mlp_dim, dropout, attention_dropout,
-                 norm_layer=partial(nn.LayerNorm, eps=1e-6)):
+                 norm_layer=_LayerNorm):
         super().__init__()
         self.num_heads = num_heads
         self.ln_1 = norm_layer(hidden_dim)
@@ -59,7 +62,7 @@ class Encoder(nn.Module):
     """Transformer encoder: learned position embedding, a stack of EncoderBlocks, a final norm."""
 
     def __init__(self, seq_length, num_layers, num_heads, hidden_dim, mlp_dim, dropout, attention_dropout,
-                 norm_layer=partial(nn.LayerNorm, eps=1e-6)):
+                 norm_layer=_LayerNorm):
         super().__init__()
         self.pos_embedding = nn.Parameter(rtx.empty(1, seq_length, hidden_dim))
         nn.init.normal_(self.pos_embedding, std=0.02)  # from BERT
@@ -81,7 +84,7 @@ class Encoder(nn.Module):
 class VisionTransformer(nn.Module):
     def __init__(self, image_size, patch_size, num_layers, num_heads, hidden_dim, mlp_dim, dropout=0.0,
                  attention_dropout=0.0, num_classes=1000, representation_size=None,
-                 norm_layer=partial(nn.LayerNorm, eps=1e-6), conv_stem_configs=None):
+                 norm_layer=_LayerNorm, conv_stem_configs=None):
         super().__init__()
         if image_size % patch_size != 0:
             raise ValueError(f"Input shape indivisible by patch size! image_size={image_size}, "

@@ -12,7 +12,6 @@ dtype and device. These are data transforms: autograd does not record them, exce
 """
 from __future__ import annotations
 
-import math
 import numbers
 from enum import Enum
 

@@ -1,0 +1,99 @@
+"""Rotary position embeddings (RoPE, Su et al. 2021) in the Hugging Face / Llama convention:
+the head dim is split in halves (rotate_half), not interleaved pairs, so checkpoints in HF's
+layout need no permutation.
+
+    rope = RotaryEmbedding(head_dim, base=10000.0)
+    cos, sin = rope(position_ids)               # (batch, seq, head_dim) each
+    q, k = apply_rotary_pos_emb(q, k, cos, sin)  # q, k: (batch, heads, seq, head_dim)
+
+Scalings (HF's rope_scaling): "linear" (positions / factor), "dynamic" (NTK-aware: the base
+grows once positions pass max_position_embeddings) and "llama3" (Llama 3.1's per-frequency
+blend). cos and sin are computed in float64 with NumPy from the integer positions (they carry
+no gradient) and cast to the activations' dtype when applied.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+import rtx
+from rtx._tensor.tensor import Tensor
+from rtx.runtime import array_module
+
+__all__ = ["RotaryEmbedding", "rotate_half", "apply_rotary_pos_emb", "rope_inv_freq"]
+
+
+def rope_inv_freq(dim: int, base: float = 10000.0, scaling: dict | None = None) -> np.ndarray:
+    """The rotation frequencies theta_i = base^(-2i/dim), i < dim/2, with llama3 / linear scaling."""
+    if dim % 2:
+        raise ValueError(f"RoPE needs an even head dim, got {dim}")
+    inv = 1.0 / (base ** (np.arange(0, dim, 2, dtype=np.float64) / dim))
+    kind = _kind(scaling)
+    if kind == "linear":
+        inv = inv / float(scaling["factor"])
+    elif kind == "llama3":
+        factor = float(scaling["factor"])
+        low, high = float(scaling.get("low_freq_factor", 1.0)), float(scaling.get("high_freq_factor", 4.0))
+        old = float(scaling.get("original_max_position_embeddings", 8192))
+        wavelen = 2 * math.pi / inv
+        scaled = np.where(wavelen > old / low, inv / factor, inv)
+        smooth = (old / wavelen - low) / (high - low)
+        smoothed = (1 - smooth) * scaled / factor + smooth * scaled
+        medium = ~(wavelen < old / high) & ~(wavelen > old / low)
+        inv = np.where(medium, smoothed, scaled)
+    return inv
+
+
+def _kind(scaling):
+    if not scaling:
+        return "default"
+    kind = scaling.get("rope_type", scaling.get("type", "default"))
+    if kind not in ("default", "linear", "dynamic", "llama3"):
+        raise NotImplementedError(f"rope_scaling type {kind!r} is not supported (default, linear, dynamic, llama3)")
+    return kind
+
+
+class RotaryEmbedding:
+    """cos/sin tables for positions. Not a Module: it has no parameters and nothing in the
+    state_dict (HF's inv_freq buffer is not persistent either)."""
+
+    def __init__(self, dim: int, base: float = 10000.0, scaling: dict | None = None,
+                 max_position_embeddings: int = 2048):
+        self.dim, self.base, self.scaling = dim, float(base), scaling
+        self.kind = _kind(scaling)
+        self.max_position_embeddings = max_position_embeddings
+        self.inv_freq = rope_inv_freq(dim, base, scaling if self.kind != "dynamic" else None)
+
+    def _inv_freq_for(self, seq_len):
+        if self.kind != "dynamic" or seq_len <= self.max_position_embeddings:
+            return self.inv_freq
+        factor = float(self.scaling["factor"])
+        base = self.base * ((factor * seq_len / self.max_position_embeddings) - (factor - 1)) ** (
+            self.dim / (self.dim - 2))
+        return rope_inv_freq(self.dim, base)
+
+    def __call__(self, position_ids) -> tuple[Tensor, Tensor]:
+        """position_ids: (batch, seq) integer Tensor or array -> (cos, sin), each (batch, seq, dim)."""
+        pos = position_ids._data if type(position_ids) is Tensor else np.asarray(position_ids)
+        xp = array_module(pos)
+        inv = self._inv_freq_for(int(pos.max()) + 1 if pos.size else 0)
+        freqs = pos.astype(np.float64)[..., None] * xp.asarray(inv)
+        emb = xp.concatenate([freqs, freqs], axis=-1)
+        return Tensor._make(xp.cos(emb)), Tensor._make(xp.sin(emb))
+
+
+def rotate_half(x):
+    """(x1, x2) -> (-x2, x1) over the two halves of the last dim."""
+    half = x.shape[-1] // 2
+    return rtx.cat([-x[..., half:], x[..., :half]], dim=-1)
+
+
+def apply_rotary_pos_emb(q, k, cos, sin, unsqueeze_dim=1):
+    """Rotate q and k (batch, heads, seq, dim) by the positions' angles; cos/sin (batch, seq, dim)
+    get a heads axis at `unsqueeze_dim`."""
+    cos = cos.unsqueeze(unsqueeze_dim)
+    sin = sin.unsqueeze(unsqueeze_dim)
+    cq, sq = cos.to(q.dtype), sin.to(q.dtype)
+    ck, sk = (cq, sq) if k.dtype == q.dtype else (cos.to(k.dtype), sin.to(k.dtype))
+    return q * cq + rotate_half(q) * sq, k * ck + rotate_half(k) * sk
