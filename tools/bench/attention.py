@@ -112,8 +112,9 @@ def main():
         import torch
         print(json.dumps({L: best(_step(torch, L, args.causal), args.repeat) for L in seqs}))
         return
-    import rtx
     from _harness import blas_info  # noqa: E402  (tools/bench is the script's folder)
+
+    import rtx
     print(f"BLAS: {'; '.join(blas_info())}")
     if args.sweep:
         sweep(max(args.repeat, 5))

@@ -277,8 +277,9 @@ def test_sdpa_kernel_set_priority_and_missing_backend(fake_backend):
     with attention.sdpa_kernel(["math", "fake"], set_priority=True):
         F.scaled_dot_product_attention(q, k, v)
     assert calls == []  # math listed first wins despite the lower priority
-    with attention.sdpa_kernel([attention.SDPBackend.FLASH_ATTENTION]):
-        with pytest.raises(RuntimeError, match="not registered: \\['flash_attention'\\]"):
+    # (flash_attention is registered when rtx-flash-attn is installed; cudnn_attention never is)
+    with attention.sdpa_kernel([attention.SDPBackend.CUDNN_ATTENTION]):
+        with pytest.raises(RuntimeError, match="not registered: \\['cudnn_attention'\\]"):
             F.scaled_dot_product_attention(q, k, v)
 
 

@@ -1,4 +1,4 @@
-"""nn.Transformer and its parts (and nn.MultiheadAttention) against PyTorch: state_dicts
+"""nn.Transformer and its parts (and nn.MultiheadAttention, nn.RMSNorm) against PyTorch: state_dicts
 written by PyTorch (data/make_transformer_fixtures.py) load and give PyTorch's outputs and
 input gradients; plus a NumPy reference of the encoder layer, masks, and errors."""
 import math
@@ -35,6 +35,8 @@ MODULES = {
                                                    norm=nn.LayerNorm(E)),
     "transformer": lambda: nn.Transformer(d_model=E, nhead=H, num_encoder_layers=2, num_decoder_layers=2,
                                           dim_feedforward=32),
+    "rmsnorm_default_eps": lambda: nn.RMSNorm(E),
+    "rmsnorm_2d_no_affine": lambda: nn.RMSNorm([5, E], eps=1e-3, elementwise_affine=False),
 }
 KWARGS = {
     "mha_per_head_weights": {"average_attn_weights": False},

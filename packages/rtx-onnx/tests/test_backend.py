@@ -80,10 +80,12 @@ def test_run_node_rejects_invalid_nodes():
 
 def test_devices():
     assert backend.supports_device("CPU")
-    assert backend.supports_device("CUDA") == bool(rtx.cuda.is_available())
+    assert not backend.supports_device("CUDA")  # not claimed until the GPU path has run (see the module doc)
     assert not backend.supports_device("TPU")
     with pytest.raises(ValueError, match="unknown device 'TPU'"):
         backend.prepare(_add_mul_model(), "TPU")
+    with pytest.raises(ValueError, match="'CPU' only"):
+        backend.prepare(_add_mul_model(), "CUDA:0")
 
 
 def test_is_compatible():
@@ -114,6 +116,33 @@ def test_sequences_and_optionals_round_trip():
     assert isinstance(s, list) and [x.shape for x in s] == [(2,), (3,)]
     np.testing.assert_array_equal(y, np.ones(3))
     assert n == 2 and n.dtype == np.int64
+
+
+def test_loop_with_zero_and_some_iterations_against_onnxruntime():
+    ort = pytest.importorskip("onnxruntime")
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["c"], ["c_out"]), helper.make_node("Add", ["v", "one"], ["v_out"]),
+         helper.make_node("Mul", ["v_out", "v_out"], ["scan"])], "body",
+        [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+         helper.make_tensor_value_info("c", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("v", TensorProto.FLOAT, [2])],
+        [helper.make_tensor_value_info("c_out", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("v_out", TensorProto.FLOAT, [2]),
+         helper.make_tensor_value_info("scan", TensorProto.FLOAT, [2])])
+    graph = helper.make_graph([helper.make_node("Loop", ["n", "", "v0"], ["vf", "stacked"], body=body)], "g",
+                              [helper.make_tensor_value_info("n", TensorProto.INT64, []),
+                               helper.make_tensor_value_info("v0", TensorProto.FLOAT, [2])],
+                              [helper.make_tensor_value_info("vf", TensorProto.FLOAT, [2]),
+                               helper.make_tensor_value_info("stacked", TensorProto.FLOAT, [None, 2])],
+                              [helper.make_tensor("one", TensorProto.FLOAT, [2], [1.0, 0.5])])  # the body reads it
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    rep = backend.prepare(model)
+    for n in (0, 1, 4):
+        feeds = [np.array(n, np.int64), np.array([1.0, -2.0], np.float32)]
+        for got, want in zip(rep.run(feeds), sess.run(None, dict(zip(["n", "v0"], feeds)))):
+            assert got.shape == want.shape and got.dtype == want.dtype
+            np.testing.assert_allclose(got, want)
 
 
 def test_strings_and_integers_keep_onnx_semantics():

@@ -67,12 +67,16 @@ def test_load_from_every_kind_of_source(tmp_path):
     assert isinstance(m, rtx.onnx.ModelModule) and isinstance(m, nn.Module)
 
 
-def test_load_is_callable_whichever_import_came_first():
+def test_load_is_one_callable_object_whichever_import_came_first():
+    import inspect
     import sys
     load_module = sys.modules["rtx.onnx.load"]  # importing the submodule rebinds rtx.onnx.load to it
+    assert rtx.onnx.load is load_module
     model, _ = mlp_model()
     assert isinstance(rtx.onnx.load(model), rtx.onnx.ModelModule)
-    assert isinstance(load_module(model), rtx.onnx.ModelModule)
+    assert list(inspect.signature(rtx.onnx.load).parameters) == ["f", "check", "expand_functions"]
+    ops = rtx.onnx.supported_ops()
+    assert ("ai.onnx", "Conv") in ops and ("ai.onnx.ml", "TreeEnsemble") in ops and len(ops) > 190
 
 
 def test_dynamic_batch_and_named_inputs():
@@ -126,6 +130,48 @@ def test_every_truncation_is_a_clear_error_never_a_crash(tmp_path):
         with rtx.no_grad():
             assert m(np.zeros((1, 4), np.float32)).shape == (1, 2)
     assert loaded <= 2, f"{loaded} truncated files loaded"
+
+
+def test_external_data(tmp_path):
+    model, w = mlp_model()
+    path = tmp_path / "m.onnx"
+    onnx.save_model(model, path, save_as_external_data=True, all_tensors_to_one_file=True, location="w.bin",
+                    size_threshold=0)
+    x = np.ones((2, 4), np.float32)
+    with rtx.no_grad():
+        np.testing.assert_allclose(rtx.onnx.load(path)(x).numpy(), _mlp_ref(x.astype(np.float64), w), rtol=1e-5)
+    (tmp_path / "w.bin").write_bytes(b"\0" * 10)
+    with pytest.raises(rtx.onnx.ONNXLoadError, match="m.onnx: cannot read the model's external data"):
+        rtx.onnx.load(path)
+    (tmp_path / "w.bin").unlink()
+    with pytest.raises(rtx.onnx.ONNXLoadError, match="external data"):
+        rtx.onnx.load(path)
+
+
+def test_corrupted_initializer_bytes():
+    model, _ = mlp_model()
+    model.graph.initializer[2].raw_data = model.graph.initializer[2].raw_data[:-4]
+    with pytest.raises(rtx.onnx.ONNXLoadError, match="checker rejected the model.*fc2.weight.*too small"):
+        rtx.onnx.load(model.SerializeToString())
+    with pytest.raises(rtx.onnx.ONNXLoadError, match="initializer 'fc2.weight' is corrupted"):
+        rtx.onnx.load(model.SerializeToString(), check=False)
+
+
+@pytest.mark.parametrize("check", [True, False])
+def test_random_byte_corruption_is_a_clear_error_never_a_crash(check):
+    data = mlp_model()[0].SerializeToString()
+    rng = np.random.default_rng(7)
+    outcomes = {"loaded": 0, "rejected": 0}
+    for _ in range(300):
+        d = bytearray(data)
+        for i in rng.integers(0, len(d), size=rng.integers(1, 4)):
+            d[i] = rng.integers(0, 256)
+        try:
+            rtx.onnx.load(bytes(d), check=check)  # flips inside float data or a name can leave a valid model
+            outcomes["loaded"] += 1
+        except (rtx.onnx.ONNXLoadError, rtx.onnx.UnsupportedOpError):
+            outcomes["rejected"] += 1
+    assert outcomes["rejected"] > 100, outcomes
 
 
 def test_checker_errors_are_reported():

@@ -137,6 +137,33 @@ def test_gradients_match_finite_differences(case):
     assert gradcheck(fn, tuple(xs), eps=1e-6, atol=1e-5, rtol=1e-3)
 
 
+def test_gradients_flow_through_loop_and_if_into_the_outer_scope():
+    # y = (w * x) applied n times inside a Loop whose body reads w from the outer scope, then an If
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["c"], ["c_out"]), helper.make_node("Mul", ["v", "w"], ["m"]),
+         helper.make_node("Tanh", ["m"], ["v_out"])], "body",
+        [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+         helper.make_tensor_value_info("c", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("v", TensorProto.DOUBLE, [3])],
+        [helper.make_tensor_value_info("c_out", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("v_out", TensorProto.DOUBLE, [3])])
+    then_g = helper.make_graph([helper.make_node("Mul", ["vf", "w"], ["t"])], "then", [],
+                               [helper.make_tensor_value_info("t", TensorProto.DOUBLE, [3])])
+    else_g = helper.make_graph([helper.make_node("Neg", ["vf"], ["e"])], "else", [],
+                               [helper.make_tensor_value_info("e", TensorProto.DOUBLE, [3])])
+    nodes = [helper.make_node("Loop", ["n", "", "x"], ["vf"], body=body),
+             helper.make_node("If", ["flag"], ["y"], then_branch=then_g, else_branch=else_g)]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.DOUBLE, [3]),
+                                           helper.make_tensor_value_info("w", TensorProto.DOUBLE, [3])],
+                              [helper.make_tensor_value_info("y", TensorProto.DOUBLE, [3])],
+                              [numpy_helper.from_array(np.array(3, np.int64), "n"),
+                               numpy_helper.from_array(np.array(True), "flag")])
+    m = rtx.onnx.load(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]))
+    x = rtx.tensor(f(3), requires_grad=True)
+    w = rtx.tensor(f(3), requires_grad=True)
+    assert gradcheck(lambda a, b: m(a, b), (x, w))
+
+
 def test_initializers_receive_gradients_through_a_whole_model():
     w = numpy_helper.from_array(f(4, 3, 3, 3), "conv.weight")
     b = numpy_helper.from_array(f(4), "conv.bias")

@@ -113,6 +113,14 @@ run("transformer", model, {"src": r(S, N, E), "tgt": r(L, N, E),
                            "src_key_padding_mask": mpad, "memory_key_padding_mask": mpad},
     grad_inputs=("src", "tgt"))
 
+# -- RMSNorm (Llama's norm), checked here too ------------------------------------------------------------
+rms = nn.RMSNorm(E)
+with torch.no_grad():
+    rms.weight.copy_(1 + 0.1 * r(E))
+run("rmsnorm_default_eps", rms, {"x": r(N, L, E) * 3}, grad_inputs=("x",))
+rms2 = nn.RMSNorm([L, E], eps=1e-3, elementwise_affine=False)
+run("rmsnorm_2d_no_affine", rms2, {"x": r(N, L, E)})
+
 path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "transformer_fixtures.npz")
 np.savez_compressed(path, **arrays)
 print("torch", torch.__version__, "->", path, os.path.getsize(path), "bytes,", len(arrays), "arrays")

@@ -32,6 +32,7 @@ float64 stays float64.
 from __future__ import annotations
 
 import math
+import os
 
 import numpy as np
 
@@ -146,12 +147,13 @@ class _Problem:
                 s5 += m
         d_lo, d_hi = j0 - (i1 - 1) - self.offset, (j1 - 1) - i0 - self.offset  # extremes of j - i - offset
         if (self.right >= 0 and d_hi > self.right) or (self.left >= 0 and d_lo < -self.left):
-            d = np.arange(j0, j1)[None, :] - np.arange(i0, i1)[:, None] - self.offset
-            hidden = np.zeros(d.shape, dtype=bool)
+            i = np.arange(i0, i1)[:, None] + self.offset  # compared by broadcasting: no int (br, bc) matrix
+            j = np.arange(j0, j1)[None, :]
+            hidden = np.zeros((i1 - i0, j1 - j0), dtype=bool)
             if self.right >= 0:
-                hidden |= d > self.right
+                hidden |= j > i + self.right
             if self.left >= 0:
-                hidden |= d < -self.left
+                hidden |= j < i - self.left
             np.copyto(s5, -np.inf, where=hidden)
 
     def dropout_tile(self, i0, i1, j0, j1):
@@ -169,38 +171,46 @@ def forward(q, k, v, mask=None, *, scale, window=(-1, -1), offset=0, dropout_p=0
     b, Hk, G, L, Dv, wd = pb.batch, pb.Hk, pb.G, pb.L, pb.Dv, pb.wd
     out = np.empty((*b, Hk, G, L, Dv), dtype=q.dtype)
     lse = np.empty((*b, Hk, G, L), dtype=wd)
-    for i0 in range(0, L, pb.bq):
-        i1 = min(i0 + pb.bq, L)
-        br = i1 - i0
-        qi = pb.rows(i0, i1)
-        m = np.full(qi.shape[:-1], -np.inf, dtype=wd)
-        msafe = np.zeros_like(m)
-        l = np.zeros_like(m)
-        acc = np.zeros((*qi.shape[:-1], Dv), dtype=wd)
-        lo, hi = pb.key_range(i0, i1)
-        for j0 in range(lo, hi, pb.bk):
-            j1 = min(j0 + pb.bk, hi)
-            s = qi @ pb.kT[..., j0:j1]
-            pb.mask_tile(pb.five(s, br), i0, i1, j0, j1)
-            m_new = np.maximum(m, s.max(axis=-1))
-            msafe = np.where(m_new == -np.inf, 0, m_new).astype(wd, copy=False)
-            s -= msafe[..., None]
-            np.exp(s, out=s)
-            alpha = np.exp(m - msafe)
-            l *= alpha
-            l += s.sum(axis=-1)
-            if pb.p > 0:
-                pb.five(s, br)[...] *= pb.dropout_tile(i0, i1, j0, j1)
-            acc *= alpha[..., None]
-            acc += s @ pb.v[..., j0:j1, :]
-            m = m_new
-        seen = l > 0
-        np.divide(acc, l[..., None], out=acc, where=seen[..., None])
-        acc[~seen] = 0
-        out[..., i0:i1, :] = pb.five(acc, br)
-        with np.errstate(divide="ignore"):
-            lse[..., i0:i1] = np.where(seen, msafe + np.log(np.where(seen, l, 1)), -np.inf).reshape(*b, Hk, G, br)
+    blocks = [(i0, min(i0 + pb.bq, L)) for i0 in range(0, L, pb.bq)]
+
+    def run(mine):  # query blocks are independent: each writes its own rows of out and lse
+        for i0, i1 in mine:
+            _forward_block(pb, i0, i1, out, lse)
+    _parallel(run, blocks)
     return out.reshape(*b, pb.Hq, L, Dv), lse.reshape(*b, pb.Hq, L)
+
+
+def _forward_block(pb, i0, i1, out, lse):
+    b, Hk, G, Dv, wd = pb.batch, pb.Hk, pb.G, pb.Dv, pb.wd
+    br = i1 - i0
+    qi = pb.rows(i0, i1)
+    m = np.full(qi.shape[:-1], -np.inf, dtype=wd)
+    msafe = np.zeros_like(m)
+    l = np.zeros_like(m)
+    acc = np.zeros((*qi.shape[:-1], Dv), dtype=wd)
+    lo, hi = pb.key_range(i0, i1)
+    for j0 in range(lo, hi, pb.bk):
+        j1 = min(j0 + pb.bk, hi)
+        s = qi @ pb.kT[..., j0:j1]
+        pb.mask_tile(pb.five(s, br), i0, i1, j0, j1)
+        m_new = np.maximum(m, s.max(axis=-1))
+        msafe = np.where(m_new == -np.inf, 0, m_new).astype(wd, copy=False)
+        s -= msafe[..., None]
+        np.exp(s, out=s)
+        alpha = np.exp(m - msafe)
+        l *= alpha
+        l += s.sum(axis=-1)
+        if pb.p > 0:
+            pb.five(s, br)[...] *= pb.dropout_tile(i0, i1, j0, j1)
+        acc *= alpha[..., None]
+        acc += s @ pb.v[..., j0:j1, :]
+        m = m_new
+    seen = l > 0
+    np.divide(acc, l[..., None], out=acc, where=seen[..., None])
+    acc[~seen] = 0
+    out[..., i0:i1, :] = pb.five(acc, br)
+    with np.errstate(divide="ignore"):
+        lse[..., i0:i1] = np.where(seen, msafe + np.log(np.where(seen, l, 1)), -np.inf).reshape(*b, Hk, G, br)
 
 
 def backward(dout, q, k, v, out, lse, mask=None, *, scale, window=(-1, -1), offset=0, dropout_p=0.0, seed=0,
@@ -209,44 +219,103 @@ def backward(dout, q, k, v, out, lse, mask=None, *, scale, window=(-1, -1), offs
     summed to the mask's shape) only when mask_grad, else None."""
     pb = _Problem(q, k, v, mask, scale, window, offset, dropout_p, seed, alibi, block_q, block_k)
     b, Hk, G, L, S, D, Dv, wd = pb.batch, pb.Hk, pb.G, pb.L, pb.S, pb.D, pb.Dv, pb.wd
-    delta = np.einsum("...d,...d->...", dout.astype(wd, copy=False), out.astype(wd, copy=False))[..., None]
-    lse_safe = np.where(lse == -np.inf, np.inf, lse).astype(wd, copy=False)[..., None]
-    dq = np.zeros((*b, Hk, G, L, D), dtype=wd)
+    pb.delta = np.einsum("...d,...d->...", dout.astype(wd, copy=False), out.astype(wd, copy=False))[..., None]
+    pb.lse_safe = np.where(lse == -np.inf, np.inf, lse).astype(wd, copy=False)[..., None]
+    pb.dout = dout
     dk = np.empty((*b, Hk, S, D), dtype=wd)
     dv = np.empty((*b, Hk, S, Dv), dtype=wd)
-    dmask = np.zeros(pb.mask_shape, dtype=wd) if mask_grad and pb.mask_kind == "add" else None
-    for j0 in range(0, S, pb.bk):
-        j1 = min(j0 + pb.bk, S)
-        kj, vj = pb.k[..., j0:j1, :], pb.v[..., j0:j1, :]
-        dk_acc = np.zeros(kj.shape, dtype=wd)
-        dv_acc = np.zeros(vj.shape, dtype=wd)
-        lo, hi = pb.row_range(j0, j1)
-        for i0 in range(lo, hi, pb.bq):
-            i1 = min(i0 + pb.bq, hi)
-            br = i1 - i0
-            qi = pb.rows(i0, i1)
-            doi = pb.grouped(dout, i0, i1)
-            p = qi @ kj.swapaxes(-1, -2)
-            pb.mask_tile(pb.five(p, br), i0, i1, j0, j1)
-            p -= pb.grouped(lse_safe, i0, i1)
-            np.exp(p, out=p)
-            dp = doi @ vj.swapaxes(-1, -2)
-            if pb.p > 0:
-                z = pb.dropout_tile(i0, i1, j0, j1)
-                dv_acc += (pb.five(p, br) * z).reshape(p.shape).swapaxes(-1, -2) @ doi
-                pb.five(dp, br)[...] *= z
-            else:
-                dv_acc += p.swapaxes(-1, -2) @ doi
-            dp -= pb.grouped(delta, i0, i1)
-            dp *= p  # dS
-            if dmask is not None:
-                _add_mask_grad(dmask, pb, dp, i0, i1, j0, j1)
-            dq[..., i0:i1, :] += pb.five(dp @ kj, br) * wd.type(scale)
-            dk_acc += dp.swapaxes(-1, -2) @ qi
-        dk[..., j0:j1, :] = dk_acc
-        dv[..., j0:j1, :] = dv_acc
+    want_dmask = mask_grad and pb.mask_kind == "add"
+    blocks = [(j0, min(j0 + pb.bk, S)) for j0 in range(0, S, pb.bk)]
+
+    def run(mine):  # key blocks write their own rows of dk, dv; dq and dmask are summed per worker
+        dq = np.zeros((*b, Hk, G, L, D), dtype=wd)
+        dmask = np.zeros(pb.mask_shape, dtype=wd) if want_dmask else None
+        for j0, j1 in mine:
+            _backward_block(pb, j0, j1, dq, dk, dv, dmask)
+        return dq, dmask
+    parts = _parallel(run, blocks)
+    dq, dmask = parts[0]
+    for more_dq, more_dmask in parts[1:]:
+        dq += more_dq
+        if dmask is not None:
+            dmask += more_dmask
     return (dq.reshape(q.shape).astype(q.dtype, copy=False), dk.astype(k.dtype, copy=False),
             dv.astype(v.dtype, copy=False), dmask)
+
+
+def _backward_block(pb, j0, j1, dq, dk, dv, dmask):
+    wd = pb.wd
+    kj, vj = pb.k[..., j0:j1, :], pb.v[..., j0:j1, :]
+    dk_acc = np.zeros(kj.shape, dtype=wd)
+    dv_acc = np.zeros(vj.shape, dtype=wd)
+    lo, hi = pb.row_range(j0, j1)
+    for i0 in range(lo, hi, pb.bq):
+        i1 = min(i0 + pb.bq, hi)
+        br = i1 - i0
+        qi = pb.rows(i0, i1)
+        doi = pb.grouped(pb.dout, i0, i1)
+        p = qi @ kj.swapaxes(-1, -2)
+        pb.mask_tile(pb.five(p, br), i0, i1, j0, j1)
+        p -= pb.grouped(pb.lse_safe, i0, i1)
+        np.exp(p, out=p)
+        dp = doi @ vj.swapaxes(-1, -2)
+        if pb.p > 0:
+            z = pb.dropout_tile(i0, i1, j0, j1)
+            dv_acc += (pb.five(p, br) * z).reshape(p.shape).swapaxes(-1, -2) @ doi
+            pb.five(dp, br)[...] *= z
+        else:
+            dv_acc += p.swapaxes(-1, -2) @ doi
+        dp -= pb.grouped(pb.delta, i0, i1)
+        dp *= p  # dS
+        if dmask is not None:
+            _add_mask_grad(dmask, pb, dp, i0, i1, j0, j1)
+        dq[..., i0:i1, :] += pb.five(dp @ kj, br) * wd.type(pb.scale)
+        dk_acc += dp.swapaxes(-1, -2) @ qi
+    dk[..., j0:j1, :] = dk_acc
+    dv[..., j0:j1, :] = dv_acc
+
+
+# ---- running blocks side by side -----------------------------------------------------------------------
+
+_blas = {"controller": None, "pool": None}
+if hasattr(os, "register_at_fork"):  # a forked child (a DataLoader worker) has none of the threads
+    os.register_at_fork(after_in_child=lambda: _blas.update(pool=None))
+
+
+def workers() -> int:
+    """As many as BLAS has threads (each worker then runs single-threaded BLAS, through
+    threadpoolctl); 1 when threadpoolctl or a BLAS it can control is missing.
+
+    Why: a tile's matmuls are small, and a multi-threaded BLAS call waits for all its threads;
+    on a machine where another process holds a core, each call then waits for the scheduler
+    (measured: forward + backward at seq 1024 went from 75 ms to 500-900 ms at load 3-5 with
+    two-thread BLAS). Whole blocks on separate threads (NumPy releases the GIL in matmuls and
+    ufuncs) keep both cores busy without that handshake."""
+    ctl = _blas["controller"]
+    if ctl is None:
+        try:
+            from threadpoolctl import ThreadpoolController
+            ctl = ThreadpoolController().select(user_api="blas")
+        except Exception:  # not installed, or no BLAS found: run serially
+            ctl = False
+        _blas["controller"] = ctl
+    if not ctl:
+        return 1
+    return max([lib.num_threads for lib in ctl.lib_controllers] or [1])
+
+
+def _parallel(fn, blocks):
+    """[fn(share) for each worker's share of `blocks`], blocks dealt round-robin (a causal mask
+    makes early query blocks and late key blocks cheap: dealing mixes them)."""
+    n = min(workers(), len(blocks))
+    if n <= 1:
+        return [fn(blocks)]
+    pool = _blas["pool"]
+    if pool is None or pool._max_workers < n:
+        from concurrent.futures import ThreadPoolExecutor
+        pool = _blas["pool"] = ThreadPoolExecutor(n, thread_name_prefix="rtx-flash-attn")
+    with _blas["controller"].limit(limits=1):
+        return list(pool.map(fn, [blocks[w::n] for w in range(n)]))
 
 
 def _add_mask_grad(dmask, pb, ds, i0, i1, j0, j1):

@@ -200,11 +200,12 @@ template <typename T, typename A, int NT>
 __global__ void __launch_bounds__(256) flash_bwd(
         const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v, const T* __restrict__ dout,
         const A* __restrict__ lse, const A* __restrict__ delta, A* __restrict__ dq, T* __restrict__ dk,
-        T* __restrict__ dv, A* __restrict__ dS, const int want_dS, const float* __restrict__ mask, const long long mb, const long long mh, const long long mi,
-        const long long mj, const int has_mask, const float* __restrict__ alibi, const long long ab,
-        const long long ah, const int has_alibi, const int left, const int right, const int offset,
-        const int Hq, const int Hk, const int L, const int S, const int D, const int Dv, const A scale, const float p_drop,
-        const unsigned long long seed) {
+        T* __restrict__ dv, A* __restrict__ dS, const int want_dS, const float* __restrict__ mask,
+        const long long mb, const long long mh, const long long mi, const long long mj, const int has_mask,
+        const float* __restrict__ alibi, const long long ab, const long long ah, const int has_alibi,
+        const int left, const int right, const int offset,
+        const int Hq, const int Hk, const int L, const int S, const int D, const int Dv, const A scale,
+        const float p_drop, const unsigned long long seed) {
     constexpr int DMAX = Tiles<A, NT>::DMAX, BR = Tiles<A, NT>::BR, NW = 8;
     const Bias bs = {mask, mb, mh, mi, mj, has_mask, alibi, ab, ah, has_alibi, left, right, offset};
     __shared__ A Qs[BR][DMAX];

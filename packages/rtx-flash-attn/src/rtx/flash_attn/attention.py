@@ -244,18 +244,16 @@ def flash_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=
         if alibi.shape[-1] != query.shape[-3]:
             raise ValueError(f"flash_attention: alibi_slopes must have one slope per query head ({query.shape[-3]}), "
                              f"got shape {tuple(alibi.shape)}")
-    out = FlashAttention.apply(query, key, value, attn_mask, scale=scale, window=(left, right), offset=offset,
-                               dropout_p=float(dropout_p), seed=_seed(query.device, dropout_p), alibi=alibi,
-                               block_q=block_q, block_k=block_k)
+    attrs = dict(scale=scale, window=(left, right), offset=offset, dropout_p=float(dropout_p),
+                 seed=_seed(query.device, dropout_p), alibi=alibi, block_q=block_q, block_k=block_k)
+    recorded = _state.enabled and any(t is not None and t.requires_grad for t in (query, key, value, attn_mask))
+    if return_lse and not recorded:  # nothing to differentiate: the arrays straight from the kernel
+        out, lse = _impl(query._data).forward(query._data, key._data, value._data,
+                                              None if attn_mask is None else attn_mask._data, **attrs)
+        return Tensor._make(out), Tensor._make(lse)
+    out = FlashAttention.apply(query, key, value, attn_mask, **attrs)
     if return_lse:
-        node = out.grad_fn
-        lse = getattr(node, "lse", None) if node is not None else None
-        if lse is None:  # no graph was recorded: run again for the statistics (cheap next to a training step)
-            marr = None if attn_mask is None else attn_mask._data
-            _, lse = _impl(query._data).forward(query._data, key._data, value._data, marr, scale=scale,
-                                                window=(left, right), offset=offset, dropout_p=float(dropout_p),
-                                                seed=0, alibi=alibi, block_q=block_q, block_k=block_k)
-        return out, Tensor._make(lse)
+        return out, Tensor._make(out.grad_fn.lse)
     return out
 
 
@@ -276,9 +274,9 @@ def flash_attn_func(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False, wi
     mask = None
     if key_padding_mask is not None:
         if type(key_padding_mask) is not Tensor or tuple(key_padding_mask.shape) != (k.shape[0], k.shape[1]):
+            got = list(key_padding_mask.shape) if type(key_padding_mask) is Tensor else key_padding_mask
             raise ValueError(f"flash_attn_func: key_padding_mask must be a bool Tensor (batch, seqlen_k) = "
-                             f"{(k.shape[0], k.shape[1])}, got "
-                             f"{list(key_padding_mask.shape) if type(key_padding_mask) is Tensor else key_padding_mask}")
+                             f"{(k.shape[0], k.shape[1])}, got {got}")
         mask = key_padding_mask.reshape(k.shape[0], 1, 1, k.shape[1])
     res = flash_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), mask, dropout_p, causal,
                           softmax_scale, enable_gqa=True, window_size=window_size, alibi_slopes=alibi_slopes,

@@ -174,7 +174,7 @@ def bench(lines):
             q, k, v = (rtx.randn(1, 8, L, 64, device="cuda", requires_grad=True) for _ in range(3))
             g = rtx.randn(1, 8, L, 64, device="cuda")
 
-            def step():
+            def step(backend=backend, q=q, k=k, v=v, g=g):
                 with sdpa_kernel(backend):
                     F.scaled_dot_product_attention(q, k, v).backward(g)
             step()

@@ -24,7 +24,8 @@ from rtx.flash_attn.attention import flash_attention
 __all__ = ["register_sdpa", "supports", "CPU_MIN_SCORES", "CUDA_MIN_SCORES", "PRIORITY"]
 
 NAME = "flash_attention"
-PRIORITY = 10
+# Above math (0); below 10, so a backend someone registers by hand at the customary 10 is tried first.
+PRIORITY = 8
 CPU_MIN_SCORES = 256 * 256
 CUDA_MIN_SCORES = 1024 * 1024
 CUDA_MAX_HEAD_DIM = 256

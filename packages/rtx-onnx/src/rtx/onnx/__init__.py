@@ -1,8 +1,9 @@
 """rtx onnx: export to ONNX, import ONNX models, an ONNX backend.
 
 Names are imported on first use (PEP 562), so `import rtx.onnx` does not import onnx itself:
-`rtx.onnx.export` (rtx.onnx.export), `rtx.onnx.load` / `ModelModule` / `ONNXLoadError` /
-`UnsupportedOpError` (rtx.onnx.load), `rtx.onnx.backend` (the onnx.backend.base.Backend module).
+`rtx.onnx.export` (rtx.onnx.export), `rtx.onnx.load` (the callable module rtx.onnx.load) /
+`ModelModule` / `ONNXLoadError` / `UnsupportedOpError` / `supported_ops`, `rtx.onnx.backend`
+(the onnx.backend.base.Backend module).
 """
 import importlib as _importlib
 
@@ -13,7 +14,10 @@ __version__ = "0.1.0"
 from rtx.onnx.export import export  # noqa: E402,F401  (imports onnx only when called)
 
 _LAZY = {
-    "load": ("rtx.onnx.load", "load"),
+    # the module itself: it is callable (load(path) -> ModelModule) and importing the submodule
+    # rebinds this name to it anyway, so the name means one object whatever the import order
+    "load": ("rtx.onnx.load", None),
+    "supported_ops": ("rtx.onnx.load", "supported_ops"),
     "ModelModule": ("rtx.onnx.load", "ModelModule"),
     "ONNXLoadError": ("rtx.onnx.load", "ONNXLoadError"),
     "UnsupportedOpError": ("rtx.onnx.load", "UnsupportedOpError"),

@@ -5,14 +5,14 @@
     outputs = rep.run([x])            # NumPy arrays in, a tuple of NumPy arrays out
 
 `prepare`, `run_model`, `run_node` and `supports_device` are also module functions, as
-onnxruntime.backend offers them. Devices: "CPU" always; "CUDA" when rtx sees a GPU.
+onnxruntime.backend offers them. Device: "CPU". CUDA is not claimed: the importer's integer,
+shape and string paths compute with NumPy on the host, and the CuPy path has never run on a GPU.
 """
 from __future__ import annotations
 
 import numpy as np
 
 import onnx
-import rtx
 from onnx.backend.base import Backend, BackendRep, namedtupledict
 from rtx.onnx.load import ModelModule, read_model, run_numpy
 
@@ -24,8 +24,9 @@ def _device(device: str) -> str:
     if kind == "CPU":
         return "cpu"
     if kind == "CUDA":
-        return "cuda" + str(device)[4:]
-    raise ValueError(f"rtx.onnx.backend: unknown device {device!r}; expected 'CPU' or 'CUDA[:n]'")
+        raise ValueError("rtx.onnx.backend runs on 'CPU' only for now (see supports_device); to try a GPU, "
+                         "move the module yourself: rtx.onnx.load(path).to('cuda')")
+    raise ValueError(f"rtx.onnx.backend: unknown device {device!r}; expected 'CPU'")
 
 
 class RtxBackendRep(BackendRep):
@@ -41,10 +42,7 @@ class RtxBackendRep(BackendRep):
             inputs = [inputs[name] for name in m.input_names]
         elif isinstance(inputs, np.ndarray) or not isinstance(inputs, (list, tuple)):
             inputs = [inputs]
-        inputs = list(inputs)
-        if self.device != "cpu":
-            inputs = [rtx.as_tensor(x).to(self.device) if isinstance(x, np.ndarray) else x for x in inputs]
-        outs = run_numpy(m, inputs)
+        outs = run_numpy(m, list(inputs))
         return namedtupledict("Outputs", m.output_names)(*outs)
 
 
@@ -64,10 +62,7 @@ class RtxBackend(Backend):
         else:
             read_model(model, check=True)
         dev = _device(device)
-        module = ModelModule(model, check=False)
-        if dev != "cpu":
-            module = module.to(dev)
-        return RtxBackendRep(module, dev)
+        return RtxBackendRep(ModelModule(model, check=False), dev)
 
     @classmethod
     def run_model(cls, model, inputs, device="CPU", **kwargs):
@@ -94,15 +89,7 @@ class RtxBackend(Backend):
 
     @classmethod
     def supports_device(cls, device: str) -> bool:
-        kind = str(device).split(":")[0].upper()
-        if kind == "CPU":
-            return True
-        if kind == "CUDA":
-            try:
-                return bool(rtx.cuda.is_available())
-            except Exception:  # noqa: BLE001  (no CuPy / no driver: not supported, never a crash)
-                return False
-        return False
+        return str(device).split(":")[0].upper() == "CPU"
 
 
 backend = RtxBackend

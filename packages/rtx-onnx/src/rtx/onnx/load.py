@@ -12,6 +12,8 @@ Anything else raises `UnsupportedOpError` naming the op, its domain and the opse
 """
 from __future__ import annotations
 
+import collections
+import inspect
 import os
 import re
 import sys
@@ -95,6 +97,9 @@ def read_model(f, *, check: bool = True, full_check: bool = False):
         except (onnx.checker.ValidationError, onnx.shape_inference.InferenceError) as e:
             msg = str(e).strip().splitlines()
             raise ONNXLoadError(f"{where}: onnx.checker rejected the model: {' '.join(msg[:6])}") from None
+        except UnicodeDecodeError:  # the checker's message quotes a name that is not UTF-8
+            raise ONNXLoadError(f"{where}: onnx.checker rejected the model, which holds a name or string that is "
+                                "not valid UTF-8 (a corrupted file)") from None
     return model
 
 
@@ -146,19 +151,27 @@ class Graph:
         self.name = proto.name
         self.input_names = [i.name for i in proto.input]
         self.output_names = [o.name for o in proto.output]
+        self.output_types = [o.type for o in proto.output]
         self.input_types = {i.name: i.type for i in proto.input}
-        self.initializers = {t.name: numpy_helper.to_array(t) for t in proto.initializer}
-        for sp in proto.sparse_initializer:
-            self.initializers[sp.values.name] = _dense_from_sparse(sp)
+        self.initializers = {}
+        try:
+            for t in proto.initializer:
+                self.initializers[t.name] = numpy_helper.to_array(t)
+            for sp in proto.sparse_initializer:
+                self.initializers[sp.values.name] = _dense_from_sparse(sp)
+        except (ValueError, TypeError, KeyError, OSError) as e:
+            bad = (proto.initializer[len(self.initializers)].name if len(self.initializers) < len(proto.initializer)
+                   else "a sparse initializer")
+            raise ONNXLoadError(f"graph {proto.name!r}: initializer {bad!r} is corrupted: {e}") from None
         self.nodes = [compile_node(n, scope, ref_attrs) for n in _toposort(proto.node)]
         self._consts = {k: const(v) for k, v in self.initializers.items()}
 
     def run(self, inputs, outer=None):
-        """Evaluate with `inputs` (positional, matching input_names) over the outer scope `outer`."""
-        env = dict(outer) if outer else {}
-        env.update(self._consts)
-        for name, v in zip(self.input_names, inputs):
-            env[name] = v
+        """Evaluate with `inputs` (positional, matching input_names) over the outer scope `outer`
+        (read through, never written: a subgraph's values stay local)."""
+        local = dict(self._consts)
+        local.update(zip(self.input_names, inputs))
+        env = collections.ChainMap(local, outer) if outer else local
         execute(self.nodes, env)
         return [_fetch(env, name, self.name) for name in self.output_names]
 
@@ -443,14 +456,22 @@ class ModelModule(nn.Module):
         if not isinstance(model, onnx.ModelProto):
             model = read_model(model, check=check)
         load_all()
-        opsets = {domain_of(o.domain): o.version for o in model.opset_import}
-        functions = {(domain_of(f.domain), f.name): f for f in model.functions}
-        graph = Graph(model.graph, Scope(opsets, functions, expand_functions))
-        object.__setattr__(self, "_graph", graph)
-        object.__setattr__(self, "opset_import", opsets)
-        self.initializer_keys = {}
-        for name, a in graph.initializers.items():
-            self._register_initializer(name, a)
+        try:
+            opsets = {domain_of(o.domain): o.version for o in model.opset_import}
+            functions = {(domain_of(f.domain), f.name): f for f in model.functions}
+            graph = Graph(model.graph, Scope(opsets, functions, expand_functions))
+            object.__setattr__(self, "_graph", graph)
+            object.__setattr__(self, "opset_import", opsets)
+            self.initializer_keys = {}
+            for name, a in graph.initializers.items():
+                self._register_initializer(name, a)
+        except (UnsupportedOpError, ONNXLoadError):
+            raise
+        except (TypeError, ValueError, KeyError, IndexError) as e:
+            # what onnx.checker (skipped with check=False) would have rejected: names that are not
+            # text, attributes of the wrong kind, ...
+            raise ONNXLoadError(f"malformed model ({type(e).__name__}: {e}); onnx.checker.check_model "
+                                "tells more") from e
         graph._consts = {}
         self.input_names = [n for n in graph.input_names if n not in graph.initializers]
         self.optional_input_names = [n for n in graph.input_names if n in graph.initializers]
@@ -588,3 +609,4 @@ class _CallableModule(types.ModuleType):
 
 
 sys.modules[__name__].__class__ = _CallableModule
+__signature__ = inspect.signature(load)  # inspect.signature(rtx.onnx.load) shows load()'s

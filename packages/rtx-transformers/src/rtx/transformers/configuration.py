@@ -9,6 +9,7 @@ configs carry many fields that do not change the forward pass).
 from __future__ import annotations
 
 import json
+import warnings
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,10 @@ class PretrainedConfig:
         if not isinstance(d, dict):
             raise TypeError(f"{cls.__name__}.from_dict expects a dict, got {type(d).__name__}")
         d = {**d, **overrides}
+        kind = d.pop("model_type", None)
+        if kind is not None and kind != cls.model_type:
+            warnings.warn(f"{cls.__name__}: the config is of model_type {kind!r}, not {cls.model_type!r}; fields "
+                          f"of the same name are read, the rest kept in .extra", stacklevel=2)
         names = {f.name for f in fields(cls)} - {"extra"}
         known = {k: v for k, v in d.items() if k in names}
         extra = {k: v for k, v in d.items() if k not in names}

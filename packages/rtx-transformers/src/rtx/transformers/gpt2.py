@@ -92,7 +92,7 @@ class GPT2PreTrainedModel(PreTrainedModel):
         unit LayerNorms, and c_proj matrices scaled by 1/sqrt(2 n_layer) (GPT-2's residual scaling)."""
         std = self.config.initializer_range
         with rtx.no_grad():
-            for name, m in self.named_modules():
+            for m in self.modules():
                 if isinstance(m, (Linear, Conv1D)):
                     init.normal_(m.weight, std=std)
                     if m.bias is not None:

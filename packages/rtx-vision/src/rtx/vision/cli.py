@@ -33,7 +33,7 @@ def _train(argv):
                                 description="Train ResNet-18 (3x3 stride-1 stem, no max pool, 1 channel) on "
                                             "scikit-learn's 8x8 digits upscaled to 12x12, with random crops and "
                                             "rotations; report test accuracy; save a checkpoint.")
-    p.add_argument("--epochs", type=int, default=8)
+    p.add_argument("--epochs", type=int, default=6)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", default="digits_resnet18.safetensors", help="checkpoint path (rtx.save format)")
     p.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N")

@@ -73,7 +73,7 @@ def evaluate(model, loader, device):
     return correct / total, np.concatenate(preds)
 
 
-def train(epochs=8, seed=0, out="digits_resnet18.safetensors", device="cpu", width=64, batch_size=64, lr=2e-3,
+def train(epochs=6, seed=0, out="digits_resnet18.safetensors", device="cpu", width=64, batch_size=64, lr=2e-3,
           image_size=IMAGE_SIZE, progress=True, log=print):
     """Train, evaluate on the held-out digits after each epoch, save a checkpoint (rtx.save) with
     the weights and what is needed to rebuild the model. Returns a Result."""

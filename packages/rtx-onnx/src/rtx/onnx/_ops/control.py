@@ -51,10 +51,12 @@ def loop(inputs, attrs, opset):
 
 
 def _empty_scan(body, k):
+    """A scan output of a loop that ran zero times: (0, *per-iteration shape) when the body declares it."""
     from rtx.onnx._ops import np_dtype
-    t = body.output_types[k] if hasattr(body, "output_types") else None
-    dtype = np_dtype(t.tensor_type.elem_type) if t is not None and t.tensor_type.elem_type else np.float32
-    return const(np.zeros((0,), dtype))
+    t = body.output_types[k].tensor_type
+    dtype = np_dtype(t.elem_type) if t.elem_type else np.float32
+    dims = [d.dim_value if d.HasField("dim_value") else 0 for d in t.shape.dim] if t.HasField("shape") else []
+    return const(np.zeros([0] + dims, dtype))
 
 
 @op("Scan")

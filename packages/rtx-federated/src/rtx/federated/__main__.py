@@ -1,0 +1,5 @@
+import sys
+
+from rtx.federated.cli import main
+
+sys.exit(main())

@@ -1,0 +1,18 @@
+"""The README's first python example runs as written."""
+import os
+import re
+from pathlib import Path
+
+
+def test_readme_example(tmp_path, capsys):
+    text = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    code = re.search(r"```python\n(.*?)```", text, re.S).group(1)
+    cwd = os.getcwd()
+    os.chdir(tmp_path)
+    try:
+        exec(compile(code, "README.md", "exec"), {"__name__": "__readme__"})
+    finally:
+        os.chdir(cwd)
+    assert (tmp_path / "tiny-gpt2" / "model.safetensors").exists()
+    out = capsys.readouterr().out.strip()
+    assert out.endswith(" 7") and out.startswith("[[5, 17, 42, ")
