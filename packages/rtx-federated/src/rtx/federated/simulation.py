@@ -8,7 +8,7 @@ import rtx.nn as nn
 import rtx.nn.functional as F
 
 from .client import Client, DPConfig
-from .params import get_weights, set_weights
+from .params import set_weights
 from .partition import dirichlet_partition
 
 __all__ = ["load_digits_split", "make_mlp", "make_evaluator", "make_digits_clients", "plot_history"]
@@ -72,7 +72,3 @@ def plot_history(history, path, title: str = "") -> None:
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)
-
-
-def initial_weights(model):
-    return get_weights(model)
