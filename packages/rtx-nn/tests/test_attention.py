@@ -233,7 +233,8 @@ def fake_backend():
     def supports(query, key, value, attn_mask, dropout_p, is_causal, scale):
         return state["accept"]
 
-    attention.register_sdpa_backend("fake", fn, priority=10, supports=supports)
+    # above any backend a plugin (rtx-flash-attn) registers through the entry point
+    attention.register_sdpa_backend("fake", fn, priority=10_000, supports=supports)
     try:
         yield calls, state
     finally:
