@@ -6,6 +6,7 @@ formula (rtx's math backend: the (L, S) score matrices in full), for seq 1024, 4
     env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE .venv/bin/python tools/bench/attention.py \\
         [--seqs 1024,4096,8192] [--naive-max 4096] [--causal] [--torch-python /work/torch-venv/bin/python]
     .venv/bin/python tools/bench/attention.py --sweep      # where flash starts to pay (the SDPA size rule)
+    .venv/bin/python tools/bench/attention.py --model 2048 # a Llama-style training step, flash vs math
 
 Peak memory is the host peak of the whole step (rtx.memory.host_peak: tracemalloc, which NumPy
 reports its arrays to), measured on a separate run from the timing. Times are the best of
@@ -97,6 +98,26 @@ def sweep(repeat):
               f"{fwd[0] * 1e3:7.2f} {fwd[1] * 1e3:7.2f} {fwd[1] / fwd[0]:6.2f}")
 
 
+def model_step(seq, repeat):
+    """A Llama-style model (rtx-transformers): a training step with each SDPA backend."""
+    import rtx
+    from rtx.nn.attention import sdpa_kernel
+    from rtx.transformers import LlamaConfig, LlamaForCausalLM
+    rtx.manual_seed(0)
+    cfg = LlamaConfig(vocab_size=1000, hidden_size=256, intermediate_size=512, num_hidden_layers=4,
+                      num_attention_heads=8, num_key_value_heads=2, max_position_embeddings=seq)
+    model = LlamaForCausalLM(cfg)
+    ids = rtx.randint(0, 1000, (1, seq))
+    print(f"LlamaForCausalLM hidden 256, 4 layers, 8 heads / 2 kv heads, seq {seq}: forward + backward")
+    for backend in ("flash_attention", "math"):
+        def run(backend=backend):
+            model.zero_grad()
+            with sdpa_kernel(backend):
+                model(ids, labels=ids).loss.backward()
+        pk = peak(run)
+        print(f"  {backend:<16} {best(run, repeat) * 1e3:9.1f} ms  peak {pk / 2**20:8.1f} MiB", flush=True)
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--seqs", default="1024,4096,8192")
@@ -104,6 +125,7 @@ def main():
     p.add_argument("--causal", action="store_true")
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--sweep", action="store_true", help="flash vs math over short sequences (the size rule)")
+    p.add_argument("--model", type=int, metavar="SEQ", help="a Llama-style training step at this length instead")
     p.add_argument("--torch-python", default=os.environ.get("RTX_BENCH_TORCH_PYTHON"))
     p.add_argument("--torch-json", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args()
@@ -118,6 +140,9 @@ def main():
     print(f"BLAS: {'; '.join(blas_info())}")
     if args.sweep:
         sweep(max(args.repeat, 5))
+        return
+    if args.model:
+        model_step(args.model, args.repeat)
         return
     tt = torch_times(args.torch_python, seqs, args.causal, args.repeat) if args.torch_python else {}
     print(f"SDPA forward+backward, batch {B}, {H} heads, head dim {D}, float32{', causal' if args.causal else ''}")

@@ -9,7 +9,11 @@
    the whole sequence), for two model sizes (goal: cache >= 5x faster).
 
     env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE .venv/bin/python tools/bench/nlg.py \
-        --torch-python /work/torch-venv/bin/python
+        --torch-python /work/torch-venv/bin/python [--rounds 3]
+
+The training comparison alternates rtx and PyTorch `--rounds` times and keeps each side's best
+(the machine is shared; its load comes and goes). OMP_NUM_THREADS / OPENBLAS_NUM_THREADS apply
+to both sides.
 """
 import math
 import os
@@ -108,7 +112,43 @@ def generation_benchmark(new_tokens=256, prompt_len=16):
               f"{'' if same else '  (tokens differ!)'}")
 
 
+def alternating(rounds):
+    """The training comparison in `rounds` alternating rounds (rtx here, then PyTorch in its own
+    interpreter), keeping each side's best: on a shared machine whose load comes and goes, this
+    compares the two at their least disturbed instead of at whatever moment each ran."""
+    import json
+    import subprocess
+
+    import rtx
+    from _harness import blas_info
+    torch_python = os.environ.get("RTX_BENCH_TORCH_PYTHON")
+    if "--torch-python" in sys.argv:
+        torch_python = sys.argv[sys.argv.index("--torch-python") + 1]
+    best_rtx, best_torch = {}, {}
+    for _ in range(rounds):
+        for name, fn in WORKLOADS.items():
+            best_rtx[name] = min(best_rtx.get(name, math.inf), fn(rtx))
+        if torch_python:
+            out = subprocess.run([torch_python, sys.argv[0], "--lib", "torch", "--json"], capture_output=True,
+                                 text=True, env={**os.environ, "PYTHONPATH": ""})
+            if out.returncode:
+                print("torch run failed:", out.stderr[-2000:])
+                torch_python = None
+                continue
+            for name, t in json.loads(out.stdout.strip().splitlines()[-1]).items():
+                best_torch[name] = min(best_torch.get(name, math.inf), t)
+    print(f"BLAS: {'; '.join(blas_info())}; best of {rounds} alternating rounds")
+    print(f"{'workload':<38} {'rtx':>10} {'torch':>10} {'rtx/torch':>10}")
+    for name in WORKLOADS:
+        r, t = best_rtx[name], best_torch.get(name)
+        ts, ratio = (f"{t * 1e3:8.1f}ms", f"{r / t:9.2f}x") if t else (f"{'-':>10}", f"{'-':>10}")
+        print(f"{name:<38} {r * 1e3:8.1f}ms {ts} {ratio}")
+
+
 if __name__ == "__main__":
-    main(WORKLOADS, __doc__)
-    if "--json" not in sys.argv:
+    if "--lib" in sys.argv:  # the PyTorch side, called by alternating()
+        main(WORKLOADS, __doc__)
+    else:
+        rounds = int(sys.argv[sys.argv.index("--rounds") + 1]) if "--rounds" in sys.argv else 3
+        alternating(rounds)
         generation_benchmark()

@@ -89,7 +89,8 @@ def reference_greedy(model, prompt, n, eos=None):
     """Greedy by the definition: rerun the unpadded sequence, take the argmax."""
     seq = list(prompt)
     for _ in range(n):
-        logits = model(rtx.tensor([seq]), attention_mask=rtx.tensor([[1] * len(seq)])).logits.numpy()[0, -1]
+        with rtx.no_grad():
+            logits = model(rtx.tensor([seq]), attention_mask=rtx.tensor([[1] * len(seq)])).logits.numpy()[0, -1]
         seq.append(int(np.argmax(logits)))
         if eos is not None and seq[-1] == eos:
             break
@@ -427,3 +428,57 @@ def test_config_object_and_errors():
     with pytest.raises(TypeError, match=r"\.logits"):
         generate(lambda ids, **kw: ids, rtx.tensor([[1]]))
     assert generate(m, rtx.tensor([[1]]), max_new_tokens=0).tolist() == [[1]]
+
+
+# ---- with rtx.transformers' GPT-2 and its KVCache --------------------------------------------------
+
+@pytest.fixture(scope="module")
+def gpt2():
+    from rtx.transformers import GPT2Config, GPT2LMHeadModel
+    rtx.manual_seed(0)
+    model = GPT2LMHeadModel(GPT2Config(vocab_size=50, n_positions=64, n_embd=32, n_layer=2, n_head=4,
+                                       eos_token_id=49, bos_token_id=49)).eval()
+    with rtx.no_grad():  # larger weights than the 0.02-std init, so the tokens vary along the sequence
+        for p in model.parameters():
+            if p.ndim == 2:
+                rtx.nn.init.normal_(p, std=0.4)
+    return model
+
+
+def test_gpt2_cache_and_no_cache_agree_with_the_definition(gpt2):
+    ids = rtx.tensor([[3, 14, 15, 9]])
+    a = generate(gpt2, ids, max_new_tokens=12, eos_token_id=[])
+    b = generate(gpt2, ids, max_new_tokens=12, eos_token_id=[], use_cache=False)
+    assert a.tolist() == b.tolist() == [reference_greedy(gpt2, [3, 14, 15, 9], 12)]
+    assert len(set(a.tolist()[0][4:])) > 3
+    # eos from the model's config ends the row (generation stops when every row is done)
+    c = generate(gpt2, ids, max_new_tokens=12).tolist()[0]
+    ref = reference_greedy(gpt2, [3, 14, 15, 9], 12, eos=49)
+    assert c == ref and ref[-1] == 49 and len(c) < 16
+
+
+def test_gpt2_left_padded_batch_equals_each_prompt(gpt2):
+    prompts = [[5, 6, 7, 8, 9, 10], [11], [12, 13, 14]]
+    width = max(map(len, prompts))
+    ids = rtx.tensor([[0] * (width - len(p)) + p for p in prompts])
+    mask = rtx.tensor([[0] * (width - len(p)) + [1] * len(p) for p in prompts])
+    for kw in (dict(), dict(num_beams=3)):
+        out = generate(gpt2, ids, attention_mask=mask, max_new_tokens=6, eos_token_id=[], **kw).tolist()
+        for row, p in zip(out, prompts):
+            alone = generate(gpt2, rtx.tensor([p]), max_new_tokens=6, eos_token_id=[], **kw).tolist()[0]
+            assert row[width - len(p):] == alone
+
+
+def test_gpt2_beam_search_reorders_the_kv_cache(gpt2):
+    ids = rtx.tensor([[1, 2, 3], [4, 5, 6]])
+    kw = dict(max_new_tokens=8, num_beams=4, num_return_sequences=2, eos_token_id=[])
+    assert generate(gpt2, ids, **kw).tolist() == generate(gpt2, ids, use_cache=False, **kw).tolist()
+
+
+def test_gpt2_seeded_sampling_and_stream(gpt2):
+    ids = rtx.tensor([[1, 2, 3]])
+    kw = dict(max_new_tokens=10, do_sample=True, temperature=0.9, top_k=20, top_p=0.9, repetition_penalty=1.2)
+    a = generate(gpt2, ids, generator=rtx.Generator().manual_seed(11), **kw)
+    assert generate(gpt2, ids, generator=rtx.Generator().manual_seed(11), **kw).tolist() == a.tolist()
+    steps = [int(t.tolist()[0]) for t in stream(gpt2, ids, generator=rtx.Generator().manual_seed(11), **kw)]
+    assert steps == a.tolist()[0][3:3 + len(steps)]

@@ -72,8 +72,13 @@ def test_sample_command_streams_and_is_seeded(trained, capsys):
     assert capsys.readouterr().out.startswith("To be")
     with pytest.raises(SystemExit):
         nlg_command(["sample", "--checkpoint", str(out.parent / "missing.rtx")])
+    # past the 32-token context, sampling goes on from the last half of the text
+    assert nlg_command(["sample", "--checkpoint", str(out), "--prompt", "To be", "--max-new-tokens", "80"]) == 0
+    assert len(capsys.readouterr().out) > 80
     with pytest.raises(SystemExit):
-        nlg_command(["sample", "--checkpoint", str(out), "--max-new-tokens", "500"])  # past the context
+        nlg_command(["sample", "--checkpoint", str(out), "--prompt", ""])
+    with pytest.raises(SystemExit):
+        nlg_command(["sample", "--checkpoint", str(out), "--num-beams", "2", "--max-new-tokens", "40"])
 
 
 def test_train_command(tmp_path, capsys, monkeypatch):

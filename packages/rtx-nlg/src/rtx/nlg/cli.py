@@ -12,7 +12,7 @@ def nlg_command(argv=None) -> int:
     t = sub.add_parser("train", help="train a GPT-2 on the bundled corpus, with a checkpoint",
                        description="Train a small GPT-2 (byte-level BPE, 512 tokens) on the bundled public-domain "
                                    "corpus until the validation loss reaches --target-loss or --steps run out.")
-    t.add_argument("--steps", type=int, default=1500, help="most training steps (default 1500)")
+    t.add_argument("--steps", type=int, default=600, help="most training steps (default 600)")
     t.add_argument("--out", default="nlg_gpt.rtx", help="checkpoint path (default nlg_gpt.rtx)")
     t.add_argument("--seed", type=int, default=0)
     t.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N")
@@ -20,6 +20,9 @@ def nlg_command(argv=None) -> int:
                    help="stop at this validation loss, nats/token (default 4.0; 0 disables)")
     t.add_argument("--batch-size", type=int, default=16)
     t.add_argument("--eval-interval", type=int, default=25, help="steps between validation passes")
+    t.add_argument("--threads", type=int, default=1,
+                   help="BLAS threads (default 1: this model's matrices are small, and on a shared machine "
+                        "more threads mostly wait on each other; 0 leaves the BLAS default)")
     t.add_argument("--no-progress", action="store_true", help="no progress bar (for logs)")
     s = sub.add_parser("sample", help="generate text from a checkpoint",
                        description="Continue a prompt with a model written by `rtx nlg train`, printing the text "
@@ -50,7 +53,14 @@ def _train(p, args) -> int:
     target = DEFAULT_TARGET_VAL_LOSS if args.target_loss is None else (args.target_loss or None)
     cfg = TrainConfig(max_steps=args.steps, target_val_loss=target, seed=args.seed, device=args.device,
                       batch_size=args.batch_size, eval_interval=args.eval_interval)
-    r = train(cfg, out=args.out, progress=not args.no_progress)
+    if args.threads < 0:
+        p.error(f"--threads must be >= 0, got {args.threads}")
+    if args.threads:
+        from threadpoolctl import threadpool_limits
+        with threadpool_limits(limits=args.threads, user_api="blas"):
+            r = train(cfg, out=args.out, progress=not args.no_progress)
+    else:
+        r = train(cfg, out=args.out, progress=not args.no_progress)
     line = "-" * 60
     print(line)
     print("rtx nlg train: GPT-2 on the bundled public-domain corpus")
@@ -83,19 +93,33 @@ def _sample(p, args) -> int:
                 temperature=args.temperature if sampling else 1.0, top_k=args.top_k or None, top_p=args.top_p,
                 repetition_penalty=args.repetition_penalty)
     limit = model.config.n_positions
-    if len(tok.encode(args.prompt)) + args.max_new_tokens > limit:
-        p.error(f"prompt + --max-new-tokens must fit the model's context of {limit} tokens")
+    ids = tok.encode(args.prompt)
+    if not ids:
+        p.error("--prompt must not be empty")
     sys.stdout.write(args.prompt)
     sys.stdout.flush()
     if args.num_beams > 1:
         from rtx.nlg.generation import generate
-        ids = rtx.tensor([tok.encode(args.prompt)]).to(args.device)
+        if len(ids) + args.max_new_tokens > limit:
+            p.error(f"beam search needs prompt + --max-new-tokens within the model's context ({limit} tokens)")
+        x = rtx.tensor([ids]).to(args.device)
         opts.update(do_sample=False, num_beams=args.num_beams)
-        out = generate(model, ids, generator=gen, **opts)
-        sys.stdout.write(tok.decode(out[0, ids.shape[1]:]))
+        out = generate(model, x, generator=gen, **opts)
+        sys.stdout.write(tok.decode(out[0, x.shape[1]:]))
     else:
-        for piece in stream_text(model, tok, args.prompt, generator=gen, device=args.device, **opts):
-            sys.stdout.write(piece)
-            sys.stdout.flush()
+        # GPT-2's positions are absolute: past the context, continue from the last half of the text
+        left = args.max_new_tokens
+        ids = ids[-(limit // 2):] if len(ids) >= limit else ids
+        while left > 0:
+            n = min(left, limit - len(ids))
+            new: list[int] = []
+            for piece in stream_text(model, tok, ids, generator=gen, device=args.device, ids_out=new,
+                                     **{**opts, "max_new_tokens": n}):
+                sys.stdout.write(piece)
+                sys.stdout.flush()
+            if len(new) < n:  # eos
+                break
+            left -= n
+            ids = (ids + new)[-(limit // 2):]
     sys.stdout.write("\n")
     return 0

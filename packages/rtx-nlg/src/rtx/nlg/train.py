@@ -31,7 +31,7 @@ EOS = "<|endoftext|>"
 
 @dataclass
 class TrainConfig:
-    max_steps: int = 1500
+    max_steps: int = 600
     target_val_loss: float | None = DEFAULT_TARGET_VAL_LOSS
     vocab_size: int = 512
     block_size: int = 64
@@ -39,7 +39,7 @@ class TrainConfig:
     n_embd: int = 128
     n_layer: int = 3
     n_head: int = 4
-    dropout: float = 0.0
+    dropout: float = 0.1
     lr: float = 3e-3
     weight_decay: float = 0.01
     warmup_steps: int = 30

@@ -3,9 +3,9 @@
 The model is torchvision's resnet18 with the stem adapted to small one-channel images, the
 change people make for CIFAR: conv1 becomes a 3x3 stride-1 convolution from 1 channel and the
 max pool goes, so the 4 stages see 12x12, 6x6, 3x3 and 2x2 maps instead of shrinking a small
-image to nothing. The 8x8 digits are upscaled to 12x12 (bilinear) so that random crops
-(shifts of up to 2 pixels) and rotations (up to 10 degrees) stay mild; measured choices are in
-the README.
+image to nothing. The 8x8 digits are upscaled to 12x12 (bilinear) and augmented with random
+crops (shifts of up to 1 pixel) and rotations (up to 10 degrees); measured choices are in the
+README.
 """
 from __future__ import annotations
 
@@ -39,7 +39,7 @@ def digits_resnet18(num_classes=10, width=64):
 def train_transform(size=IMAGE_SIZE, generator=None):
     return T.Compose([
         T.Resize(size),
-        T.RandomCrop(size, padding=size // 6, generator=generator),
+        T.RandomCrop(size, padding=max(1, size // 12), generator=generator),
         T.RandomRotation(10, interpolation=T.InterpolationMode.BILINEAR, generator=generator),
         T.ToTensor(),
         T.Normalize(MEAN, STD),

@@ -65,16 +65,18 @@ def stream(model, input_ids, attention_mask=None, generation_config: GenerationC
         yield _tensor(step_tokens)
 
 
-def stream_text(model, tokenizer, prompt: str, generation_config: GenerationConfig | None = None, *,
-                generator=None, device=None, **kwargs):
-    """Yield the continuation of one text prompt as text pieces while it is generated. A piece is
-    held back while its last character is still incomplete (a multi-byte character split over
-    tokens), so the pieces join to exactly tokenizer.decode(new tokens)."""
+def stream_text(model, tokenizer, prompt, generation_config: GenerationConfig | None = None, *,
+                generator=None, device=None, ids_out: list | None = None, **kwargs):
+    """Yield the continuation of one prompt (a str, or a list of token ids) as text pieces while it
+    is generated. A piece is held back while its last character is still incomplete (a multi-byte
+    character split over tokens), so the pieces join to exactly tokenizer.decode(new tokens).
+    ids_out: a list that receives the new token ids as they come."""
     import rtx
-    ids = rtx.tensor([tokenizer.encode(prompt)], dtype=rtx.int64)
+    ids = tokenizer.encode(prompt) if isinstance(prompt, str) else [int(i) for i in prompt]
+    ids = rtx.tensor([ids], dtype=rtx.int64)
     if device is not None:
         ids = ids.to(device)
-    new: list[int] = []
+    new: list[int] = [] if ids_out is None else ids_out
     emitted = ""
     for tok in stream(model, ids, generation_config=generation_config, generator=generator, tokenizer=tokenizer,
                       **kwargs):

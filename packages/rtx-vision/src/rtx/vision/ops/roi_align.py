@@ -70,7 +70,7 @@ def _weights(rois, out_hw, size_hw, spatial_scale, sampling_ratio, aligned, dtyp
 
 class _RoIAlign(Primitive):
     @staticmethod
-    def forward(ctx, x, *, bidx, ay, ax):
+    def forward(ctx, x, *, bidx, hidx, ay, ax):
         x = x._data
         xp = array_module(x)
         K, C = len(bidx), x.shape[1]
@@ -78,32 +78,34 @@ class _RoIAlign(Primitive):
         for k0 in range(0, K, _CHUNK):
             sl = slice(k0, k0 + _CHUNK)
             out[sl] = xp.einsum("kph,kchw,kqw->kcpq", ay[sl], x[bidx[sl]], ax[sl], optimize=True)
-        ctx.attrs = (bidx, ay, ax, x.shape)
+        ctx.attrs = (bidx, hidx, ay, ax, x.shape)
         return out
 
     @staticmethod
     def backward(ctx, g):
-        bidx, ay, ax, shape = ctx.attrs
-        return _RoIAlignAdjoint.apply(g, bidx=bidx, ay=ay, ax=ax, shape=shape)
+        bidx, hidx, ay, ax, shape = ctx.attrs
+        return _RoIAlignAdjoint.apply(g, bidx=bidx, hidx=hidx, ay=ay, ax=ax, shape=shape)
 
 
 class _RoIAlignAdjoint(Primitive):
     @staticmethod
-    def forward(ctx, g, *, bidx, ay, ax, shape):
+    def forward(ctx, g, *, bidx, hidx, ay, ax, shape):
         g = g._data
         xp = array_module(g)
         gx = xp.zeros(shape, dtype=g.dtype)
         for k0 in range(0, len(bidx), _CHUNK):
             sl = slice(k0, k0 + _CHUNK)
             contrib = xp.einsum("kph,kcpq,kqw->kchw", ay[sl], g[sl], ax[sl], optimize=True)
-            np.add.at(gx, bidx[sl], contrib)
-        ctx.attrs = (bidx, ay, ax)
+            # scatter-add by image; a loop over the (few) images stays device-neutral
+            for b in np.unique(hidx[sl]):
+                gx[int(b)] += contrib[xp.asarray(hidx[sl] == b)].sum(axis=0)
+        ctx.attrs = (bidx, hidx, ay, ax)
         return gx
 
     @staticmethod
     def backward(ctx, gg):
-        bidx, ay, ax = ctx.attrs
-        return _RoIAlign.apply(gg, bidx=bidx, ay=ay, ax=ax)
+        bidx, hidx, ay, ax = ctx.attrs
+        return _RoIAlign.apply(gg, bidx=bidx, hidx=hidx, ay=ay, ax=ax)
 
 
 def _rois(boxes, input):
@@ -144,9 +146,8 @@ def roi_align(input, boxes, output_size, spatial_scale=1.0, sampling_ratio=-1, a
     bidx, ay, ax = _weights(rois, out_hw, tuple(input.shape[2:]), float(spatial_scale), int(sampling_ratio),
                             bool(aligned), input._data.dtype)
     xp = array_module(input._data)
-    if xp is not np:
-        bidx, ay, ax = xp.asarray(bidx), xp.asarray(ay), xp.asarray(ax)
-    return _RoIAlign.apply(input, bidx=bidx, ay=ay, ax=ax)
+    # the weights live on the input's device; the image indices also stay on the host (hidx)
+    return _RoIAlign.apply(input, bidx=xp.asarray(bidx), hidx=bidx, ay=xp.asarray(ay), ax=xp.asarray(ax))
 
 
 class RoIAlign(nn.Module):
