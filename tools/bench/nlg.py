@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
 """NLG benchmarks (issue: rtx-nlg).
 
-1. A GPT training step, the configuration `rtx nlg train` uses (vocabulary 512, context 128,
-   width 128, 3 layers, 4 heads, batch 16, AdamW, gradient clipping), written once against the
-   PyTorch API and run with rtx and with PyTorch's CPU build, side by side (goal: rtx <= 1.5x).
+1. A GPT training step, the configuration `rtx nlg train` uses (vocabulary 512, context 64,
+   width 128, 3 layers, 4 heads, dropout 0.1, batch 16, AdamW, gradient clipping), written once
+   against the PyTorch API and run with rtx and with PyTorch's CPU build (goal: rtx <= 1.5x).
 2. Generation with rtx.nlg.generate on rtx.transformers' GPT2LMHeadModel: tokens/s for 256 new
    tokens (greedy, one 16-token prompt) with the KV cache and without it (every step recomputes
-   the whole sequence), for two model sizes (goal: cache >= 5x faster).
+   the whole sequence), for three model sizes, the first being the `rtx nlg train` model
+   (goal: cache >= 5x faster).
 
     env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE .venv/bin/python tools/bench/nlg.py \
         --torch-python /work/torch-venv/bin/python [--rounds 3]
@@ -21,9 +22,9 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _harness import best_of, main  # noqa: E402
+from _harness import best_of, blas_info, main  # noqa: E402
 
-VOCAB, BLOCK, WIDTH, LAYERS, HEADS, BATCH = 512, 128, 128, 3, 4, 16
+VOCAB, BLOCK, WIDTH, LAYERS, HEADS, BATCH, DROPOUT = 512, 64, 128, 3, 4, 16, 0.1
 
 
 def gpt_train_step(lib):
@@ -40,14 +41,15 @@ def gpt_train_step(lib):
             self.ln_2 = nn.LayerNorm(WIDTH)
             self.c_fc = nn.Linear(WIDTH, 4 * WIDTH)
             self.mlp_proj = nn.Linear(4 * WIDTH, WIDTH)
+            self.drop = nn.Dropout(DROPOUT)
 
         def forward(self, x):
             b, t, c = x.shape
             q, k, v = self.c_attn(self.ln_1(x)).split(WIDTH, dim=2)
             q, k, v = (z.view(b, t, HEADS, c // HEADS).transpose(1, 2) for z in (q, k, v))
-            y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
-            x = x + self.c_proj(y.transpose(1, 2).reshape(b, t, c))
-            return x + self.mlp_proj(F.gelu(self.c_fc(self.ln_2(x)), approximate="tanh"))
+            y = F.scaled_dot_product_attention(q, k, v, dropout_p=DROPOUT, is_causal=True)
+            x = x + self.drop(self.c_proj(y.transpose(1, 2).reshape(b, t, c)))
+            return x + self.drop(self.mlp_proj(F.gelu(self.c_fc(self.ln_2(x)), approximate="tanh")))
 
     class GPT(nn.Module):
         def __init__(self):
@@ -56,10 +58,11 @@ def gpt_train_step(lib):
             self.wpe = nn.Embedding(BLOCK, WIDTH)
             self.h = nn.ModuleList([Block() for _ in range(LAYERS)])
             self.ln_f = nn.LayerNorm(WIDTH)
+            self.drop = nn.Dropout(DROPOUT)
 
         def forward(self, idx):
             pos = lib.arange(idx.shape[1])
-            x = self.wte(idx) + self.wpe(pos)
+            x = self.drop(self.wte(idx) + self.wpe(pos))
             for block in self.h:
                 x = block(x)
             return self.ln_f(x) @ self.wte.weight.t()  # tied output layer, as GPT-2
@@ -79,7 +82,7 @@ def gpt_train_step(lib):
     return best_of(step, repeat=5, min_time=0.5)
 
 
-WORKLOADS = {f"GPT train step (b{BATCH}, T{BLOCK}, d{WIDTH}, L{LAYERS})": gpt_train_step}
+WORKLOADS = {f"GPT train step (b{BATCH}, T{BLOCK}, d{WIDTH}, L{LAYERS}, p{DROPOUT})": gpt_train_step}
 
 
 def generation_benchmark(new_tokens=256, prompt_len=16):
@@ -89,7 +92,7 @@ def generation_benchmark(new_tokens=256, prompt_len=16):
     print(f"\ngeneration: rtx.nlg.generate, GPT2LMHeadModel (random weights), greedy, prompt {prompt_len}, "
           f"{new_tokens} new tokens")
     print(f"{'model':<28} {'KV cache':>14} {'no cache':>14} {'speed-up':>9}")
-    for width, layers, heads in ((128, 3, 4), (256, 6, 8)):
+    for width, layers, heads in ((128, 3, 4), (256, 6, 8), (512, 8, 8)):
         rtx.manual_seed(0)
         cfg = GPT2Config(vocab_size=VOCAB, n_positions=prompt_len + new_tokens, n_embd=width, n_layer=layers,
                          n_head=heads)
@@ -100,7 +103,7 @@ def generation_benchmark(new_tokens=256, prompt_len=16):
         for use_cache in (True, False):
             generate(model, ids, max_new_tokens=8, use_cache=use_cache)  # warm up
             best = math.inf
-            for _ in range(2 if use_cache else 1):
+            for _ in range(3 if use_cache else 1):
                 t = time.perf_counter()
                 outs[use_cache] = generate(model, ids, max_new_tokens=new_tokens, use_cache=use_cache,
                                            eos_token_id=[])
@@ -120,7 +123,6 @@ def alternating(rounds):
     import subprocess
 
     import rtx
-    from _harness import blas_info
     torch_python = os.environ.get("RTX_BENCH_TORCH_PYTHON")
     if "--torch-python" in sys.argv:
         torch_python = sys.argv[sys.argv.index("--torch-python") + 1]

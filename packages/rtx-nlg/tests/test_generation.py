@@ -61,9 +61,11 @@ class Stateful:
     def __call__(self, input_ids, attention_mask=None, past_key_values=None, use_cache=False):
         ids = input_ids.numpy()
         b, n = ids.shape
-        mask = np.ones((b, n), np.int64) if attention_mask is None else attention_mask.numpy()
-        self.calls.append((n, past_key_values is not None))
         past = past_key_values
+        held = 0 if past is None else past.length
+        # no mask: no padding, positions continue from the cache length (as rtx.transformers')
+        mask = np.ones((b, held + n), np.int64) if attention_mask is None else attention_mask.numpy()
+        self.calls.append((n, past_key_values is not None))
         counts = np.zeros((b, self.vocab)) if past is None else past.counts.copy()
         new_mask = mask[:, -n:]
         pos = (np.cumsum(mask, axis=1) - 1)[:, -n:]
@@ -75,11 +77,13 @@ class Stateful:
         if use_cache:
             cache = past if past is not None else StatefulCache()
             cache.counts = counts
+            cache.length = held + n
         return Out(rtx.from_numpy(out.astype(np.float32)), cache)
 
 
 class StatefulCache:
     counts = None
+    length = 0
 
     def reorder(self, idx):
         self.counts = self.counts[idx.numpy()]
@@ -382,7 +386,7 @@ def test_stream_yields_the_generate_tokens():
     next(it)
     assert len(m.calls) == 2
     with pytest.raises(ValueError, match="beam search cannot stream"):
-        next(stream(m, ids, num_beams=2))
+        stream(m, ids, num_beams=2)
 
 
 def test_stream_text_holds_back_split_characters():

@@ -7,8 +7,10 @@ next call extends, or None): rtx.transformers' GPT-2 and Llama, or anything shap
 - The prompt goes through the model once; every later step feeds only the newest token with the
   cache (use_cache=False recomputes the whole sequence instead: same tokens, for comparison).
 - Batched prompts of different lengths are left-padded; attention_mask (batch, past + new) is
-  passed on every call, so the model masks the padding and counts positions from the first real
-  token (as HF's generate does through position_ids).
+  then passed on every call, so the model masks the padding and counts positions from the first
+  real token (as HF's generate does through position_ids). Without padding no mask is passed:
+  positions then continue from the cache length, which is the same, and the model skips its
+  mask work.
 - Finished rows (eos, stop string) are filled with pad_token_id until every row is done or
   max_new_tokens is reached; the result holds the prompt and the new tokens, as HF's.
 - Randomness comes from an rtx.Generator (default: the device's default stream, so
@@ -53,16 +55,16 @@ def stream(model, input_ids, attention_mask=None, generation_config: GenerationC
            generator=None, tokenizer=None, **kwargs):
     """Like generate (greedy or sampling), but an iterator: yields each step's new tokens as an
     int64 Tensor (batch,) as soon as they are chosen (finished rows get pad_token_id). The tokens
-    are those generate returns for the same arguments and seed."""
+    are those generate returns for the same arguments and seed. Bad options raise at the call,
+    before anything runs."""
     cfg, ids, mask, gen = _setup(model, input_ids, attention_mask, generation_config, generator, kwargs)
     if cfg.num_beams > 1:
         raise ValueError("stream: beam search cannot stream (a beam's earlier tokens can still change); use "
                          "generate(num_beams=...) or num_beams=1")
     if cfg.num_return_sequences > 1:
         raise ValueError("stream: num_return_sequences > 1 is not supported; repeat the prompt in the batch")
-    state = _SampleState(ids, mask)
-    for step_tokens in _sample_steps(model, state, cfg, gen, _StopChecker(tokenizer, cfg.stops)):
-        yield _tensor(step_tokens)
+    steps = _sample_steps(model, _SampleState(ids, mask), cfg, gen, _StopChecker(tokenizer, cfg.stops))
+    return (_tensor(step_tokens) for step_tokens in steps)
 
 
 def stream_text(model, tokenizer, prompt, generation_config: GenerationConfig | None = None, *,
@@ -173,11 +175,14 @@ def _tensor(arr):
 
 
 def _forward(model, ids, mask, past, use_cache):
-    """One model call; returns (last-position scores as float32/64 array (batch, vocab), cache)."""
+    """One model call; returns (last-position scores as float32/64 array (batch, vocab), cache).
+    mask None: no padding anywhere (the model then counts positions from the cache length, which
+    is the same, and skips its mask work)."""
+    mask = None if mask is None else _tensor(mask)
     if use_cache:
-        out = model(_tensor(ids), attention_mask=_tensor(mask), past_key_values=past, use_cache=True)
+        out = model(_tensor(ids), attention_mask=mask, past_key_values=past, use_cache=True)
     else:
-        out = model(_tensor(ids), attention_mask=_tensor(mask))
+        out = model(_tensor(ids), attention_mask=mask)
     logits = getattr(out, "logits", None)
     if logits is None:
         raise TypeError(f"generate: the model must return an object with .logits (batch, seq, vocab), got "
@@ -237,13 +242,15 @@ def _sample_steps(model, state, cfg, gen, stopper):
     pad = cfg.pad_id()
     eos = xp.asarray(cfg.eos_ids, dtype=np.int64) if cfg.eos_ids else None
     unfinished = xp.ones(b, dtype=bool)
+    padded = not bool(state.mask.all())
     past = None
     with rtx.no_grad():
         for step in range(cfg.max_new_tokens):
+            mask = state.mask if padded else None
             if past is None:
-                scores, past = _forward(model, state.ids, state.mask, None, cfg.use_cache)
+                scores, past = _forward(model, state.ids, mask, None, cfg.use_cache)
             else:
-                scores, past = _forward(model, state.ids[:, -1:], state.mask, past, True)
+                scores, past = _forward(model, state.ids[:, -1:], mask, past, True)
             scores = _process(scores, state.ids, state.mask, cfg, step, cfg.do_sample)
             nxt = P.sample(scores, gen) if cfg.do_sample else xp.argmax(scores, axis=-1).astype(np.int64)
             nxt = xp.where(unfinished, nxt, pad)
@@ -313,13 +320,14 @@ def _beam_search(model, ids, mask, cfg, stopper):
     beam_scores = beam_scores.reshape(-1)
     hyps = [_Hypotheses(k, cfg.length_penalty, cfg.early_stopping, cfg.max_new_tokens) for _ in range(batch)]
     done = [False] * batch
+    padded = not bool(mask.all())
     past = None
     with rtx.no_grad():
         for step in range(cfg.max_new_tokens):
             if past is None:
-                scores, past = _forward(model, ids, mask, None, cfg.use_cache)
+                scores, past = _forward(model, ids, mask if padded else None, None, cfg.use_cache)
             else:
-                scores, past = _forward(model, ids[:, -1:], mask, past, True)
+                scores, past = _forward(model, ids[:, -1:], mask if padded else None, past, True)
             logp = P.log_softmax(scores.astype(np.float64))
             logp = _process(logp, ids, mask, cfg, step, sampling=False)
             logp = logp.get() if hasattr(logp, "get") else np.asarray(logp)
