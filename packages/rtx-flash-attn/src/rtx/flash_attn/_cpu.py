@@ -289,8 +289,8 @@ def workers() -> int:
     Why: a tile's matmuls are small, and a multi-threaded BLAS call waits for all its threads;
     on a machine where another process holds a core, each call then waits for the scheduler
     (measured: forward + backward at seq 1024, 8 heads: 115 ms at load 2, 800 ms at load 5-6 with
-    two-thread BLAS, 330 ms there on two single-threaded workers). Whole blocks on separate threads (NumPy releases the GIL in matmuls and
-    ufuncs) keep both cores busy without that handshake."""
+    two-thread BLAS, 330 ms there on two single-threaded workers). Whole blocks on separate threads
+    (NumPy releases the GIL in matmuls and ufuncs) keep both cores busy without that handshake."""
     ctl = _blas["controller"]
     if ctl is None:
         try:

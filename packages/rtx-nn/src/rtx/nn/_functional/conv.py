@@ -356,15 +356,21 @@ def _convW_fwd(x, y, geom, kernel):
     workers = _workers(x)
     chunks, B = _chunks(x, N, C * K * L * x.itemsize, workers)
 
+    # When the contraction (B*L) is shorter than the weight's rows (Cg*K), as in late ResNet stages,
+    # transposing a (Cg*K, Og) result costs more than the matmul (measured: 4608x512 from 32 columns,
+    # 16 ms copy vs 1.2 ms matmul); then y @ cols^T writes dw in its own layout.
+    direct = B * L < Cg * K
+
     def run(n0, n1):
         buf = _workspace(x, C * K * (n1 - n0) * L, cdt)
         cols = _im2col(xpad, n0, n1, kernel, geom, out, buf).reshape(g, Cg * K, -1)
-        return xp.matmul(cols, _batch_major(y, n0, n1, xp).reshape(g, O // g, -1).swapaxes(1, 2))
+        yb = _batch_major(y, n0, n1, xp).reshape(g, O // g, -1)
+        return xp.matmul(yb, cols.swapaxes(1, 2)) if direct else xp.matmul(cols, yb.swapaxes(1, 2))
 
-    accT = xp.zeros((g, Cg * K, O // g), dtype=cdt)
+    acc = xp.zeros((g, O // g, Cg * K) if direct else (g, Cg * K, O // g), dtype=cdt)
     for part in _run_chunks(x, chunks, workers, run):
-        accT += part
-    gw = xp.ascontiguousarray(accT.swapaxes(1, 2)).reshape((O, Cg) + kernel)
+        acc += part
+    gw = (acc if direct else xp.ascontiguousarray(acc.swapaxes(1, 2))).reshape((O, Cg) + kernel)
     return gw if cdt == dt else gw.astype(dt)
 
 
