@@ -29,10 +29,6 @@ def is_tensor(obj) -> bool:
     return getattr(type(obj), "_is_rtx_tensor", False)
 
 
-class FunctionMeta(type):
-    pass
-
-
 class Function(graph.Node):
     """Subclass and write static `forward(ctx, *args)` and `backward(ctx, *grads)`."""
 
@@ -80,7 +76,6 @@ class Function(graph.Node):
             wrapped.append(o)
         if len(outs) > 1:
             ctx._out_meta = metas
-        ctx._outputs_meta_full = metas
         return wrapped[0] if single else tuple(wrapped)
 
 

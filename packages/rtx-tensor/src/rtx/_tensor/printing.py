@@ -49,7 +49,6 @@ def _repr(t) -> str:
                                threshold=_options["threshold"], edgeitems=_options["edgeitems"],
                                max_line_width=_options["linewidth"], formatter=fmt or None,
                                floatmode="fixed")
-        body = body.replace("True", "True").replace("False", "False")
     extras = []
     if t.device.type != "cpu":
         extras.append(f"device='{t.device}'")
