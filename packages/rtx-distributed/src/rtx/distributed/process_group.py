@@ -90,6 +90,9 @@ def _mpi_alive():
     return mpi is not None and mpi.Is_initialized() and not mpi.Is_finalized()
 
 
+_ABORT_DRAIN_SECONDS = 0.5
+
+
 def abort_job(code: int = 1, message: str | None = None) -> None:
     """Print `message`, flush, and end every rank of the job (MPI_Abort on COMM_WORLD). Does not
     return. Without MPI it ends this process with `code`."""
@@ -102,6 +105,10 @@ def abort_job(code: int = 1, message: str | None = None) -> None:
             pass
     try:
         if _mpi_alive():
+            # mpiexec forwards a rank's output asynchronously, and MPI_Abort travels on another
+            # channel: without a pause it can kill the job before the last lines (the traceback
+            # and the message above) have been read from this rank's pipe, and they are lost.
+            time.sleep(_ABORT_DRAIN_SECONDS)
             sys.modules["mpi4py.MPI"].COMM_WORLD.Abort(code)
     finally:
         os._exit(code)
