@@ -5,6 +5,7 @@ import pytest
 
 MODULES = [
     'rtx.autograd',
+    'rtx.config',
     'rtx.data',
     'rtx.demo',
     'rtx.graph',

@@ -5,17 +5,24 @@ import pytest
 
 MODULES = [
     'rtx.autograd',
+    'rtx.config',
     'rtx.data',
     'rtx.demo',
+    'rtx.edge',
     'rtx.graph',
+    'rtx.hub',
+    'rtx.inference',
     'rtx.kernel',
     'rtx.losses',
     'rtx.memory',
+    'rtx.monitoring',
     'rtx.nn',
     'rtx.onnx',
     'rtx.optim',
     'rtx.preprocessing',
     'rtx.runtime',
+    'rtx.serving_api',
+    'rtx.streaming',
     'rtx._tensor',
 ]
 

@@ -5,6 +5,8 @@ import pytest
 
 MODULES = [
     'rtx.autograd',
+    'rtx.compress',
+    'rtx.config',
     'rtx.data',
     'rtx.demo',
     'rtx.distributed',

@@ -36,7 +36,7 @@ GROUP = "rtx.commands"
 # Commands that other distributions provide, so that `rtx demo` without them says what to install.
 KNOWN = {
     "demo": ("rtx-demo", "train a small CNN on the digits data set, end to end"),
-    "hub": ("rtx-hub", "download and publish pretrained models"),
+    "hub": ("rtx-hub", "manage a versioned model registry"),
     "serve": ("rtx-serving-api", "serve models over HTTP"),
     "launch": ("rtx-distributed", "start a data-parallel job (MPI/NCCL)"),
     "vision": ("rtx-vision", "vision models and datasets"),

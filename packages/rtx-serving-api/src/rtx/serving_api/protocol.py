@@ -1,0 +1,293 @@
+"""The wire formats: KServe v2 (Open Inference Protocol) and TF-Serving / KServe v1 JSON, and
+binary .npy bodies. Each request becomes a feed {input name: np.ndarray} checked against the
+model's signature; each client mistake raises ServeError(400) naming the input, what was
+expected and what was found."""
+from __future__ import annotations
+
+import io
+import json
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from rtx.serving_api.errors import ServeError, bad_request
+
+# KServe v2 datatype names <-> NumPy dtypes.
+DATATYPES = {
+    "BOOL": np.dtype(np.bool_), "UINT8": np.dtype(np.uint8), "UINT16": np.dtype(np.uint16),
+    "UINT32": np.dtype(np.uint32), "UINT64": np.dtype(np.uint64), "INT8": np.dtype(np.int8),
+    "INT16": np.dtype(np.int16), "INT32": np.dtype(np.int32), "INT64": np.dtype(np.int64),
+    "FP16": np.dtype(np.float16), "FP32": np.dtype(np.float32), "FP64": np.dtype(np.float64),
+}
+DATATYPE_OF = {v: k for k, v in DATATYPES.items()}
+
+
+def datatype_of(dtype) -> str:
+    dt = np.dtype(dtype)
+    if dt not in DATATYPE_OF:
+        raise ValueError(f"no KServe v2 datatype for NumPy dtype {dt}")
+    return DATATYPE_OF[dt]
+
+
+@dataclass(frozen=True)
+class TensorSpec:
+    """One input or output of a signature: -1 in `shape` is any size."""
+    name: str
+    datatype: str
+    shape: tuple[int, ...]
+
+    @property
+    def dtype(self) -> np.dtype:
+        return DATATYPES[self.datatype]
+
+    def to_json(self) -> dict:
+        return {"name": self.name, "datatype": self.datatype, "shape": list(self.shape)}
+
+
+@dataclass(frozen=True)
+class Signature:
+    inputs: tuple[TensorSpec, ...]
+    outputs: tuple[TensorSpec, ...]
+
+    @classmethod
+    def from_dict(cls, sig: dict) -> "Signature":
+        def specs(key):
+            return tuple(TensorSpec(str(t["name"]), str(t["datatype"]).upper(),
+                                    tuple(-1 if d is None else int(d) for d in t.get("shape", ())))
+                         for t in sig.get(key, ()))
+        return cls(specs("inputs"), specs("outputs"))
+
+    @classmethod
+    def from_session(cls, session) -> "Signature":
+        """From an InferenceSession's get_inputs()/get_outputs() (onnxruntime's NodeArg shape:
+        None or a string for a dynamic dimension)."""
+        def specs(args):
+            return tuple(TensorSpec(a.name, datatype_of(a.dtype),
+                                    tuple(d if isinstance(d, int) and d >= 0 else -1 for d in (a.shape or ())))
+                         for a in args)
+        return cls(specs(session.get_inputs()), specs(session.get_outputs()))
+
+    def input(self, name: str) -> TensorSpec:
+        for s in self.inputs:
+            if s.name == name:
+                return s
+        raise bad_request(f"unknown input {name!r}; the model's inputs are {self.input_names()}")
+
+    def input_names(self) -> list[str]:
+        return [s.name for s in self.inputs]
+
+    def output_names(self) -> list[str]:
+        return [s.name for s in self.outputs]
+
+    def batchable(self) -> bool:
+        """Every input has a dynamic leading dimension: requests can be stacked along dim 0."""
+        return bool(self.inputs) and all(s.shape and s.shape[0] == -1 for s in self.inputs)
+
+
+def shape_matches(expected, found) -> bool:
+    return len(expected) == len(found) and all(e == -1 or e == f for e, f in zip(expected, found))
+
+
+def fmt_shape(shape) -> str:
+    return "[" + ", ".join(str(d) for d in shape) + "]"
+
+
+def check_feed(sig: Signature, feed: dict[str, np.ndarray], *, prefix: str = "") -> None:
+    """Every signature input present with its dtype and shape, nothing else."""
+    missing = [n for n in sig.input_names() if n not in feed]
+    if missing:
+        raise bad_request(f"{prefix}missing input(s) {missing}; the model's inputs are {sig.input_names()}")
+    for name, arr in feed.items():
+        spec = sig.input(name)
+        if arr.dtype != spec.dtype:
+            raise bad_request(f"{prefix}input {name!r}: expected datatype {spec.datatype}, "
+                              f"found {DATATYPE_OF.get(arr.dtype, str(arr.dtype))}")
+        if not shape_matches(spec.shape, arr.shape):
+            raise bad_request(f"{prefix}input {name!r}: expected shape {fmt_shape(spec.shape)} (-1: any size), "
+                              f"found {fmt_shape(arr.shape)}")
+
+
+# ---- JSON bodies --------------------------------------------------------------------------------
+
+def parse_json(body: bytes):
+    if not body:
+        raise bad_request("the request body is empty; expected a JSON object")
+    try:
+        return json.loads(body)
+    except UnicodeDecodeError as e:
+        raise bad_request(f"the request body is not UTF-8 text: {e}") from None
+    except json.JSONDecodeError as e:
+        raise bad_request(f"malformed JSON in the request body: {e.msg} at line {e.lineno} column {e.colno}") from None
+    except RecursionError:
+        raise bad_request("malformed JSON in the request body: nested too deeply") from None
+
+
+def _numbers(data, what: str, dtype: np.dtype) -> np.ndarray:
+    """JSON data (nested lists of numbers) as an array of `dtype`; refuses strings, nulls, ragged
+    lists, and values the dtype cannot hold (1.5 for INT32, 300 for UINT8, true for FP32 is fine)."""
+    try:
+        arr = np.asarray(data)
+    except (ValueError, TypeError) as e:  # ragged nesting
+        raise bad_request(f"{what}: data is not a regular nested list of numbers ({e})") from None
+    if arr.dtype.kind not in "biuf":
+        found = "strings" if arr.dtype.kind in "US" else "nulls, objects or integers beyond 64 bits"
+        raise bad_request(f"{what}: data must be numbers, found {found}")
+    if arr.dtype == dtype:
+        return arr
+    if dtype.kind in "iu":
+        if arr.dtype.kind == "f" and not np.all(np.isfinite(arr) & (arr == np.round(arr))):
+            raise bad_request(f"{what}: expected integers for datatype {DATATYPE_OF[dtype]}, "
+                              "found non-integral numbers")
+        info = np.iinfo(dtype)
+        if arr.size and (arr.min() < info.min or arr.max() > info.max):
+            raise bad_request(f"{what}: values out of range for datatype {DATATYPE_OF[dtype]} "
+                              f"[{info.min}, {info.max}]")
+    elif dtype.kind == "b" and arr.dtype.kind != "b":
+        if not np.all((arr == 0) | (arr == 1)):
+            raise bad_request(f"{what}: expected booleans for datatype BOOL")
+    return arr.astype(dtype)
+
+
+def parse_v2_request(doc, sig: Signature) -> tuple[dict[str, np.ndarray], list[str] | None, object]:
+    """A KServe v2 infer request -> (feed, requested output names or None for all, request id)."""
+    if not isinstance(doc, dict):
+        raise bad_request(f"the request must be a JSON object with an 'inputs' list, found {type(doc).__name__}")
+    inputs = doc.get("inputs")
+    if not isinstance(inputs, list) or not inputs:
+        raise bad_request("the request needs 'inputs': a non-empty list of {name, shape, datatype, data}")
+    feed = {}
+    for i, t in enumerate(inputs):
+        if not isinstance(t, dict):
+            raise bad_request(f"inputs[{i}] must be an object {{name, shape, datatype, data}}, "
+                              f"found {type(t).__name__}")
+        missing = [k for k in ("name", "shape", "datatype", "data") if k not in t]
+        if missing:
+            raise bad_request(f"inputs[{i}] lacks {missing}; each input needs name, shape, datatype and data")
+        name, shape, datatype = t["name"], t["shape"], t["datatype"]
+        if not isinstance(name, str):
+            raise bad_request(f"inputs[{i}].name must be a string, found {name!r}")
+        if name in feed:
+            raise bad_request(f"input {name!r} is given twice")
+        spec = sig.input(name)
+        if not (isinstance(shape, list) and all(isinstance(d, int) and not isinstance(d, bool) and d >= 0
+                                                for d in shape)):
+            raise bad_request(f"input {name!r}: shape must be a list of non-negative integers, found {shape!r}")
+        if not isinstance(datatype, str) or datatype.upper() not in DATATYPES:
+            raise bad_request(f"input {name!r}: unsupported datatype {datatype!r}; "
+                              f"supported: {', '.join(DATATYPES)}")
+        if datatype.upper() != spec.datatype:
+            raise bad_request(f"input {name!r}: expected datatype {spec.datatype}, found {datatype}")
+        if not shape_matches(spec.shape, shape):
+            raise bad_request(f"input {name!r}: expected shape {fmt_shape(spec.shape)} (-1: any size), "
+                              f"found {fmt_shape(shape)}")
+        arr = _numbers(t["data"], f"input {name!r}", spec.dtype)
+        n = math.prod(shape)
+        if arr.size != n:
+            raise bad_request(f"input {name!r}: shape {fmt_shape(shape)} needs {n} values, found {arr.size}")
+        feed[name] = arr.reshape(shape)
+    check_feed(sig, feed)
+    outputs = doc.get("outputs")
+    names = None
+    if outputs is not None:
+        if not isinstance(outputs, list) or not all(isinstance(o, dict) and isinstance(o.get("name"), str)
+                                                    for o in outputs):
+            raise bad_request("'outputs' must be a list of objects with a 'name'")
+        names = [o["name"] for o in outputs]
+        unknown = [n for n in names if n not in sig.output_names()]
+        if unknown:
+            raise bad_request(f"unknown output(s) {unknown}; the model's outputs are {sig.output_names()}")
+    return feed, names, doc.get("id")
+
+
+def v2_response(model: str, version: str, names: list[str], arrays: list[np.ndarray], request_id) -> dict:
+    out = {"model_name": model, "model_version": version,
+           "outputs": [{"name": n, "datatype": datatype_of(a.dtype), "shape": list(a.shape),
+                        "data": a.ravel().tolist()} for n, a in zip(names, arrays)]}
+    if request_id is not None:
+        out["id"] = request_id
+    return out
+
+
+def parse_v1_request(doc, sig: Signature) -> tuple[dict[str, np.ndarray], str]:
+    """A TF-Serving predict request -> (feed, "row" | "columnar").
+
+    Row format {"instances": [...]}: one entry per example; for a single-input model an entry is
+    the example itself, otherwise an object {input name: value}. Columnar format {"inputs": ...}:
+    a value (single input) or an object of batched values."""
+    if not isinstance(doc, dict):
+        raise bad_request(f"the request must be a JSON object with 'instances' or 'inputs', found {type(doc).__name__}")
+    if ("instances" in doc) == ("inputs" in doc):
+        raise bad_request("the request needs exactly one of 'instances' (row format) or 'inputs' (columnar format)")
+    if "instances" in doc:
+        rows = doc["instances"]
+        if not isinstance(rows, list) or not rows:
+            raise bad_request("'instances' must be a non-empty list with one entry per example")
+        if all(isinstance(r, dict) for r in rows):
+            if any(set(r) != set(rows[0]) for r in rows):
+                raise bad_request("every instance must name the same inputs")
+            columns = {k: [r[k] for r in rows] for k in rows[0]}
+        elif len(sig.inputs) == 1 and not any(isinstance(r, dict) for r in rows):
+            columns = {sig.inputs[0].name: rows}
+        else:
+            raise bad_request(f"the model has inputs {sig.input_names()}: each instance must be an object "
+                              "{input name: value}")
+        fmt = "row"
+    else:
+        cols = doc["inputs"]
+        if isinstance(cols, dict):
+            columns = cols
+        elif len(sig.inputs) == 1:
+            columns = {sig.inputs[0].name: cols}
+        else:
+            raise bad_request(f"the model has inputs {sig.input_names()}: 'inputs' must be an object "
+                              "{input name: batched value}")
+        fmt = "columnar"
+    feed = {}
+    for name, value in columns.items():
+        spec = sig.input(name)
+        feed[name] = _numbers(value, f"input {name!r}", spec.dtype)
+    check_feed(sig, feed)
+    return feed, fmt
+
+
+def v1_response(names: list[str], arrays: list[np.ndarray], fmt: str) -> dict:
+    if fmt == "row":
+        if len(names) == 1:
+            return {"predictions": arrays[0].tolist()}
+        n = len(arrays[0])
+        return {"predictions": [{k: a[i].tolist() for k, a in zip(names, arrays)} for i in range(n)]}
+    if len(names) == 1:
+        return {"outputs": arrays[0].tolist()}
+    return {"outputs": {k: a.tolist() for k, a in zip(names, arrays)}}
+
+
+# ---- binary .npy bodies ---------------------------------------------------------------------------
+
+NPY = "application/x-npy"
+NPZ = "application/x-npz"
+
+
+def parse_npy(body: bytes, sig: Signature) -> dict[str, np.ndarray]:
+    if len(sig.inputs) != 1:
+        raise ServeError(415, f"an {NPY} body carries one tensor, but the model has inputs {sig.input_names()}; "
+                              "send JSON instead")
+    try:
+        arr = np.load(io.BytesIO(body), allow_pickle=False)
+    except Exception as e:  # np.load raises ValueError/OSError/EOFError and more on corrupt bytes
+        raise bad_request(f"the body is not a valid .npy array ({type(e).__name__}: {e})") from None
+    if not isinstance(arr, np.ndarray):
+        raise bad_request("the body is an .npz archive; send one .npy array")
+    feed = {sig.inputs[0].name: arr}
+    check_feed(sig, feed)
+    return feed
+
+
+def npy_bytes(names: list[str], arrays: list[np.ndarray]) -> tuple[bytes, str]:
+    """One output: an .npy file; several: an .npz archive keyed by output name."""
+    buf = io.BytesIO()
+    if len(arrays) == 1:
+        np.save(buf, arrays[0], allow_pickle=False)
+        return buf.getvalue(), NPY
+    np.savez(buf, **dict(zip(names, arrays)))
+    return buf.getvalue(), NPZ
