@@ -26,7 +26,7 @@ def _weight_bytes(model):
 def test_int8_dynamic_within_one_point(trained):
     model, acc, (_, _, x_test, y_test) = trained
     assert acc > 0.9
-    q = C.quantize_dynamic(model, {nn.Linear}, dtype=C.qint8)
+    q = C.quantize_dynamic(model, {nn.Linear}, dtype=rtx.qint8)
     q_acc, _ = evaluate(q, x_test, y_test, "cpu")
     assert q_acc >= acc - 0.01
 

@@ -24,7 +24,7 @@ def test_minmax_observer():
 
 
 def test_minmax_reduce_range_and_symmetric():
-    obs = C.MinMaxObserver(dtype=C.qint8, qscheme=C.per_tensor_symmetric, reduce_range=True)
+    obs = C.MinMaxObserver(dtype=rtx.qint8, qscheme=C.per_tensor_symmetric, reduce_range=True)
     assert (obs.quant_min, obs.quant_max) == (-64, 63)
     obs(rtx.tensor([-3.0, 1.0]))
     scale, zp = obs.calculate_qparams()
@@ -47,7 +47,7 @@ def test_moving_average_observer():
 
 
 def test_per_channel_observer():
-    obs = C.PerChannelMinMaxObserver(ch_axis=1, dtype=C.qint8, qscheme=C.per_channel_symmetric)
+    obs = C.PerChannelMinMaxObserver(ch_axis=1, dtype=rtx.qint8, qscheme=C.per_channel_symmetric)
     xs = _batches(shape=(5, 3, 2))
     for x in xs:
         obs(rtx.from_numpy(x))
@@ -126,9 +126,9 @@ def test_percentile_observer_matches_numpy():
 
 
 def test_with_args_and_state_dict_roundtrip():
-    factory = C.PerChannelMinMaxObserver.with_args(dtype=C.qint8, qscheme=C.per_channel_symmetric)
+    factory = C.PerChannelMinMaxObserver.with_args(dtype=rtx.qint8, qscheme=C.per_channel_symmetric)
     a, b = factory(), factory()
-    assert a is not b and a.dtype is C.qint8
+    assert a is not b and a.dtype is rtx.qint8
     a(rtx.randn(4, 3))
     b.load_state_dict(a.state_dict())
     np.testing.assert_array_equal(b.min_val.numpy(), a.min_val.numpy())
@@ -136,7 +136,7 @@ def test_with_args_and_state_dict_roundtrip():
 
 def test_observer_argument_errors():
     with pytest.raises(ValueError, match="dtype"):
-        C.MinMaxObserver(dtype=C.qint32)
+        C.MinMaxObserver(dtype=rtx.qint32)
     with pytest.raises(ValueError, match="include 0"):
         C.MinMaxObserver(quant_min=1, quant_max=255)
     with pytest.raises(ValueError, match="observer instance"):

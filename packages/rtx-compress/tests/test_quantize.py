@@ -181,7 +181,11 @@ def test_convert_without_calibration_and_bad_input():
     with pytest.raises(ValueError, match="prepare"):
         C.convert(m)
     m.qconfig = C.default_qconfig
-    q = C.convert(C.prepare(m))
+    prepared = C.prepare(m)
+    with pytest.raises(ValueError, match=r"observers of 0 \(QuantStub.*saw no data"):
+        C.convert(prepared)                  # observers never ran: no qparams to convert with
+    prepared(rtx.randn(8, 4))
+    q = C.convert(prepared)
     with pytest.raises(ValueError, match="last dimension 4"):
         q(rtx.randn(3, 5))
     with pytest.raises(TypeError, match="float"):
@@ -193,7 +197,7 @@ def test_convert_without_calibration_and_bad_input():
 def test_dynamic_linear_matches_integer_reference():
     rtx.manual_seed(3)
     m = nn.Sequential(nn.Linear(16, 8), nn.ReLU(), nn.Linear(8, 4))
-    q = C.quantize_dynamic(m, {nn.Linear}, dtype=C.qint8)
+    q = C.quantize_dynamic(m, {nn.Linear}, dtype=rtx.qint8)
     assert type(q[0]) is C.dynamic.Linear and type(m[0]) is nn.Linear
     x = np.random.default_rng(0).normal(size=(5, 16)).astype(np.float32)
     s, z = _qparams(x, 0, 127)
@@ -235,7 +239,6 @@ def test_dynamic_lstm_close_to_float():
     assert qout.shape == out.shape and qh.shape == h.shape
     assert np.abs(_np(qout) - _np(out)).max() < 0.03
     assert np.abs(_np(qc) - _np(c)).max() < 0.05
-    # the same LSTM with the dequantized weights differs only by activation rounding
     with pytest.raises(ValueError, match="input_size"):
         q(rtx.randn(3, 9, 5))
 

@@ -287,3 +287,47 @@ def test_optional_nested_dataclass_and_list_of_dataclasses(tmp_path):
                                           r"model, weight"):
         load_config(Router, env={}, overrides={"routes": [{"mdl": "a"}]})
     assert load_config(Router, env={"RTX_ROUTES": '[{"model": "z"}]'}).routes == [Route("z")]
+
+
+# --- regressions found in review ---------------------------------------------------------------
+
+def test_huge_numbers_are_config_errors_not_crashes(tmp_path):
+    # float(10**400) raises OverflowError; tomllib raises a bare ValueError past 4300 digits.
+    with pytest.raises(ConfigError, match=r"'limits.timeout_s'.*too large for a float"):
+        load_config(Server, write(tmp_path, "[limits]\ntimeout_s = " + "9" * 400 + "\n"), env={})
+    with pytest.raises(ConfigError, match="cannot be read.*4300"):
+        load_config(Server, write(tmp_path, "port = " + "9" * 5000 + "\n", "big.toml"), env={})
+    with pytest.raises(ConfigError, match=r"'port' \(from env RTX_PORT\): expected int, .*more digits") as e:
+        load_config(Server, env={"RTX_PORT": "9" * 5000})
+    assert len(str(e.value)) < 300  # the value is shortened in the message
+    assert load_config(Server, env={"RTX_PORT": "9" * 40}).port == int("9" * 40)
+    with pytest.raises(ConfigError, match=r"expected int, found 'digits'$"):  # not "more digits than..."
+        load_config(Server, env={"RTX_PORT": "digits"})
+
+
+def test_env_ints_ascii_only_and_signed_prefixes():
+    assert load_config(Server, env={"RTX_PORT": "-0x10"}).port == -16
+    assert load_config(Server, env={"RTX_PORT": "+0o17"}).port == 15
+    for text in ("٣", "１２"):  # Unicode digits that int() would accept
+        with pytest.raises(ConfigError, match="expected int"):
+            load_config(Server, env={"RTX_PORT": text})
+    with pytest.raises(ConfigError, match="expected float"):
+        load_config(Server, env={"RTX_LIMITS__TIMEOUT_S": "١.٥"})
+
+
+def test_env_var_for_a_nested_table_as_json():
+    # RTX_LIMITS used to be silently ignored; it is now a JSON table, and single fields win over it.
+    cfg = load_config(Server, env={"RTX_LIMITS": '{"timeout_s": 2, "max_body_bytes": 7}',
+                                   "RTX_LIMITS__MAX_BODY_BYTES": "9"})
+    assert cfg.limits == Limits(max_body_bytes=9, timeout_s=2.0)
+    with pytest.raises(ConfigError, match=r"unknown config key 'limits.nope' \(from env RTX_LIMITS\)"):
+        load_config(Server, env={"RTX_LIMITS": '{"nope": 1}'})
+    with pytest.raises(ConfigError, match=r"'limits' \(from env RTX_LIMITS\).*not valid JSON"):
+        load_config(Server, env={"RTX_LIMITS": "timeout_s=2"})
+
+
+def test_misspelled_section_is_an_error_not_silently_empty(tmp_path):
+    p = write(tmp_path, "[sever]\nport = 9000\n[other]\nx = 1\n")
+    with pytest.raises(ConfigError, match=r"no \[server\] table \(did you mean \[sever\]\?\)"):
+        load_config(Server, p, section="server", env={})
+    assert load_config(Server, p, section="unrelated", env={}) == Server()

@@ -177,3 +177,43 @@ def test_bad_arguments_are_refused():
         ServingMetrics(registry={})
     with pytest.raises(ValueError, match="HTTP status code .* got 'OK'"):
         m.observe_request("m", "1", "v2", "OK", 0.1)
+
+
+# --- regressions and edge cases found in review ------------------------------------------------
+
+@pytest.mark.parametrize("code", [200.7, True, 99, 600, 99999, "2OO", "\u0662\u0660\u0660", None])
+def test_status_codes_must_be_real_http_codes(code):
+    # int(code) used to turn 200.7 into "200" and True into "1"
+    m = ServingMetrics()
+    with pytest.raises(ValueError, match="HTTP status code .*100 to 599"):
+        m.observe_request("m", "1", "v2", code, 0.1)
+    assert not any(name == "rtx_requests_total" for name, _ in scrape(m))
+
+
+def test_status_code_as_digit_string_or_numpy_int():
+    np = pytest.importorskip("numpy")
+    m = ServingMetrics()
+    m.observe_request("m", "1", "v2", "404", 0.1)
+    m.observe_request("m", "1", "v2", np.int64(404), 0.1)
+    assert value(scrape(m), "rtx_requests_total", model="m", version="1", protocol="v2", code="404") == 2
+
+
+def test_observations_on_bucket_bounds_count_in_that_bucket():
+    # Prometheus buckets are "le": an observation equal to a bound belongs to it (and to all above).
+    m = ServingMetrics()
+    for s in (0.0, 0.0005, 0.001, 10.0, 10.5):
+        m.observe_request("m", "1", "v2", 200, s)
+    samples = scrape(m)
+    got = {le: value(samples, "rtx_request_duration_seconds_bucket", model="m", version="1", le=repr(float(le)))
+           for le in (0.0005, 0.001, 0.0025, 10.0)}
+    assert got == {0.0005: 2, 0.001: 3, 0.0025: 3, 10.0: 4}
+    assert value(samples, "rtx_request_duration_seconds_bucket", model="m", version="1", le="+Inf") == 5
+
+
+def test_label_values_with_quotes_backslashes_and_newlines_round_trip():
+    m = ServingMetrics()
+    odd = 'a"b\\c\nd}{,=é'
+    m.observe_request(odd, "1.0.0+x", 'p"', 200, 0.01)
+    for accept in (None, "application/openmetrics-text"):
+        assert value(scrape(m, accept), "rtx_requests_total", model=odd, version="1.0.0+x", protocol='p"',
+                     code="200") == 1

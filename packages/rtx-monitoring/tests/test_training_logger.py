@@ -330,3 +330,32 @@ def test_progress_none_follows_the_terminal(tmp_path, capsys, monkeypatch):
     with TrainingLogger(tmp_path / "plain", progress=None) as logger:
         logger.log(0, loss=1.0)
     assert capsys.readouterr().err == ""
+
+
+# --- regressions found in review ----------------------------------------------------------------
+
+def test_an_int_too_large_for_a_float_is_a_value_error(tmp_path):
+    with TrainingLogger(tmp_path, tensorboard=False, progress=False) as logger:
+        with pytest.raises(ValueError, match="'big' is too large for a float"):
+            logger.log(0, big=10 ** 400)
+        logger.log(1, big=10 ** 300)
+    rows = list(csv.reader(open(tmp_path / "metrics.csv", newline="")))
+    assert [r[0] for r in rows[1:]] == ["1"] and float(rows[1][2]) == 1e300
+
+
+def test_values_beyond_float32_become_inf_in_tensorboard_and_stay_exact_in_csv(tmp_path):
+    # struct.pack("<f", 1e300) raised OverflowError: a diverging loss crashed the logger mid-row.
+    with TrainingLogger(tmp_path, progress=False) as logger:
+        logger.log(0, loss=1e300, neg=-1e39, ok=3.0e38)
+    scalars = read_events(event_file(tmp_path))[1][3]
+    assert scalars["loss"] == math.inf and scalars["neg"] == -math.inf and scalars["ok"] == np.float32(3.0e38)
+    row = next(csv.DictReader(open(tmp_path / "metrics.csv", newline="")))
+    assert float(row["loss"]) == 1e300 and float(row["neg"]) == -1e39
+
+
+def test_a_name_that_is_not_valid_unicode_is_refused(tmp_path):
+    with TrainingLogger(tmp_path, progress=False) as logger:
+        with pytest.raises(ValueError, match="not valid Unicode"):
+            logger.log(0, {"loss\ud800": 1.0})
+        logger.log(1, loss=1.0)
+    assert len(read_events(event_file(tmp_path))) == 2  # the version event and step 1 only

@@ -190,7 +190,7 @@ def test_bad_arguments_raise_before_streaming(server):
                                      (Source(n=1), {"queue_size": 0}, "queue_size must be an int >= 1, got 0"),
                                      (lambda: "a string", {}, "iterator of str pieces, got str"),
                                      (lambda: 42, {}, "iterator of str pieces, got int"),
-                                     (Source(n=1), {"timeout": -1}, "timeout must be None or > 0")]:
+                                     (Source(n=1), {"timeout": -1}, "timeout must be None or a number > 0")]:
         server.source, server.options = source, options
         r = httpx.post(server.url + "/stream", json={}, timeout=10)
         assert r.status_code == 400 and message in r.json()["error"], (r.status_code, r.text)
@@ -371,3 +371,96 @@ def test_backpressure_exactly_queue_size_ahead_of_the_sender(queue_size):
     assert max(lead) == queue_size + 1, (queue_size, lead)
     events = parse_events(body.decode().splitlines())
     assert [e["index"] for e in events[:-2]] == list(range(40)) and events[-1] == "[DONE]"
+
+
+# --- regressions found in review ----------------------------------------------------------------
+
+def test_empty_and_immediately_failing_iterators(server):
+    def empty():
+        return
+        yield
+
+    def fails_at_once():
+        raise RuntimeError("no model")
+        yield
+
+    _, events = post_stream(server, empty)
+    assert events == [{"finish_reason": "stop", "text": ""}, "[DONE]"]
+    _, events = post_stream(server, fails_at_once)
+    assert events == [{"finish_reason": "error", "error": "RuntimeError: no model", "text": ""}, "[DONE]"]
+
+
+@pytest.mark.parametrize("exc", [SystemExit(3), KeyboardInterrupt(), __import__("asyncio").CancelledError()])
+def test_a_base_exception_in_the_producer_ends_the_stream(server, exc):
+    # Only Exception was caught: with a BaseException no final item came and the sender pinged forever.
+    def source():
+        yield "a"
+        raise exc
+
+    server.options = {"ping_interval": 0.05}
+    start = time.monotonic()
+    _, events = post_stream(server, source, ping_interval=0.05)
+    assert time.monotonic() - start < 10
+    assert events[0] == {"index": 0, "text": "a"} and events[-1] == "[DONE]"
+    assert events[-2]["finish_reason"] == "error" and events[-2]["error"].startswith(type(exc).__name__)
+
+
+def test_lone_surrogates_are_replaced_not_a_crash_mid_stream(server):
+    # "bad\udcff".encode() raised UnicodeEncodeError on the event loop: the connection just dropped.
+    r, events = post_stream(server, lambda: iter(["ok", "bad\udcff", "end"]))
+    assert [e["text"] for e in events[:3]] == ["ok", "bad\ufffd", "end"]
+    assert events[3] == {"finish_reason": "stop", "text": "okbad\ufffdend"} and events[4] == "[DONE]"
+
+
+@pytest.mark.parametrize("options, message", [
+    ({"ping_interval": "5"}, "ping_interval must be a number > 0"),
+    ({"timeout": True}, "timeout must be None or a number"),
+    ({"timeout": "1"}, "timeout must be None or a number"),
+    ({"ping_interval": float("nan")}, "ping_interval")])
+def test_timing_arguments_must_be_numbers(options, message):
+    from starlette.requests import Request
+
+    with pytest.raises(ValueError, match=message):
+        sse_stream(Request({"type": "http", "headers": []}), lambda: iter(["a"]), **options)
+
+
+def test_request_must_be_a_request():
+    # it was only used at the first ping, so a wrong one broke the stream after ping_interval seconds
+    with pytest.raises(TypeError, match="request must be the Starlette Request, got NoneType"):
+        sse_stream(None, lambda: iter(["a"]))
+
+
+def test_many_concurrent_streams_with_disconnects_leave_no_threads(server):
+    import concurrent.futures
+
+    n = 24
+    sources = [Source(delay=0.002) for _ in range(n)]   # endless
+    taken = iter(sources)
+    lock = threading.Lock()
+
+    def make():
+        with lock:
+            return next(taken)()
+
+    server.source, server.options = make, {"queue_size": 2}
+    before = len(server.responses)
+
+    def read_then_leave(k):
+        with httpx.Client(timeout=30) as client:
+            with client.stream("POST", server.url + "/stream", json={}) as r:
+                got = 0
+                for line in r.iter_lines():
+                    got += line.startswith("data: ")
+                    if got >= 3 + k % 5:
+                        break
+        return got
+
+    with concurrent.futures.ThreadPoolExecutor(8) as pool:
+        assert all(g >= 3 for g in pool.map(read_then_leave, range(n)))
+    responses = server.responses[before:]
+    assert len(responses) == n
+    assert all(s.closed.wait(10) for s in sources), "a producer was not stopped"
+    for response in responses:
+        response.producer.join(5)
+        assert not response.producer.is_alive()
+    assert not any(t.name == "rtx-sse-producer" for t in threading.enumerate())

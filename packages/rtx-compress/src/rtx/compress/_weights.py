@@ -49,7 +49,7 @@ def dequantized_weight(q, scale, zero_point):
 
 
 class GemmWeight:
-    """The centred int8 weight (w_q - w_zp) as a (K, out) float32 matrix for exact_gemm, rebuilt
+    """The centred int8 weight (w_q - w_zp) as a (K, out) float32 matrix for rtx.kernel.exact_matmul, rebuilt
     only when the weight or zero point buffers change (load_state_dict bumps their versions)."""
 
     def __init__(self):

@@ -9,9 +9,10 @@ import numpy as np
 import rtx
 import rtx.nn as nn
 from rtx.compress._weights import GemmWeight, as_numpy, dequantized_weight, quantize_weight
-from rtx.compress.functional import calculate_qparams, exact_gemm
+from rtx.compress.functional import calculate_qparams
 from rtx.compress.observer import PerChannelMinMaxObserver, per_channel_symmetric
 from rtx.compress.qtypes import qint8
+from rtx.kernel.int_gemm import exact_matmul
 
 __all__ = ["Linear", "LSTM", "MultiheadAttention", "dynamic_linear"]
 
@@ -21,7 +22,7 @@ _ACT_MIN, _ACT_MAX = 0, 127   # quint8 with reduce_range, PyTorch's dynamic defa
 def _store_dtype(dtype):
     if dtype is qint8 or dtype is rtx.float16 or dtype is rtx.bfloat16:
         return dtype
-    raise ValueError(f"dynamic quantization stores weights as rtx.compress.qint8, rtx.float16 or rtx.bfloat16, "
+    raise ValueError(f"dynamic quantization stores weights as rtx.qint8, rtx.float16 or rtx.bfloat16, "
                      f"got {dtype!r}")
 
 
@@ -46,7 +47,7 @@ def dynamic_linear(x, weight, weight_scale, bias, columns=slice(None)):
     matrix, w_max = weight
     w = matrix[0][:, columns]
     xq, s = quantize_activation(x.reshape(-1, x.shape[-1]))
-    acc = exact_gemm(xq, w, w.shape[0] * _ACT_MAX * w_max)
+    acc = exact_matmul(xq, w, w.shape[0] * _ACT_MAX * w_max)
     out = acc * (s * as_numpy(weight_scale)[columns].astype(np.float32))
     if bias is not None:
         out = out + as_numpy(bias)[columns]

@@ -48,6 +48,10 @@ class FakeQuantize(nn.Module):
     def calculate_qparams(self):
         return self.activation_post_process.calculate_qparams()
 
+    def has_observed(self):
+        """Whether the observer inside has seen data (convert refuses QAT layers that never ran)."""
+        return self.activation_post_process.has_observed()
+
     def forward(self, X):
         if int(self.observer_enabled[0]) == 1:
             self.activation_post_process(X.detach())

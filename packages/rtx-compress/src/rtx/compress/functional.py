@@ -1,6 +1,7 @@
 """The arithmetic of affine quantization, x ~ (q - zero_point) * scale, in PyTorch's names:
 qparams from a range, quantize/dequantize (per tensor and per channel), fake quantization with a
-straight-through gradient, and the exact integer matmul the quantized layers run on.
+straight-through gradient. The exact integer matmul the quantized layers run on is rtx.kernel's
+(int_matmul, exact_matmul), shared with rtx.inference.
 """
 from __future__ import annotations
 
@@ -8,10 +9,11 @@ import numpy as np
 
 import rtx
 from rtx.autograd import Function
-from rtx.compress.qtypes import as_qdtype
+from rtx.compress.qtypes import as_qdtype, qrange, storage
+from rtx.kernel.int_gemm import int_matmul  # noqa: F401  (re-exported: rtx.compress.functional.int_matmul)
 
 __all__ = ["calculate_qparams", "quantize_per_tensor", "quantize_per_channel", "dequantize",
-           "fake_quantize_per_tensor_affine", "fake_quantize_per_channel_affine", "int_matmul", "exact_gemm",
+           "fake_quantize_per_tensor_affine", "fake_quantize_per_channel_affine", "int_matmul",
            "quantize_array"]
 
 _EPS = float(np.finfo(np.float32).eps)  # PyTorch's floor for a scale (torch.finfo(float32).eps)
@@ -71,19 +73,40 @@ def _numpy(t, what):
     return t.detach().cpu().numpy()
 
 
+def _check_qparams(fn, scale, zero_point, qmin, qmax, what="zero_point"):
+    """Scales must be positive and finite (a zero or negative one divides into inf or flips the
+    grid); zero points must lie in the integer range (PyTorch's checkZeroPoint)."""
+    s = np.asarray(scale, dtype=np.float64)
+    if not np.all(np.isfinite(s) & (s > 0)):
+        raise ValueError(f"{fn}: scale must be positive and finite, got {scale if s.ndim == 0 else s}")
+    z = np.asarray(zero_point)
+    if z.dtype.kind not in "iub" and not np.all(z == np.round(z)):
+        raise TypeError(f"{fn}: {what} must be an integer, got {zero_point}")
+    if np.any(z < qmin) or np.any(z > qmax):
+        raise ValueError(f"{fn}: {what} must lie in [{qmin}, {qmax}], got {zero_point if z.ndim == 0 else z}")
+
+
+def _float_input(x, fn):
+    if x.dtype.kind != "f" and x.dtype.name != "bfloat16":
+        raise TypeError(f"{fn}: quantization takes a floating point input, got {x.dtype}")
+    return x
+
+
 def quantize_per_tensor(input, scale, zero_point, dtype):
     """The integer tensor (int8 storage for qint8, uint8 for quint8) of `input` quantized with one
     (scale, zero_point), as torch.quantize_per_tensor (rtx returns the integers; keep scale and zero
     point next to them, or use dequantize)."""
     d = as_qdtype(dtype)
-    q = quantize_array(_numpy(input, "input"), float(scale), int(zero_point), d.qmin, d.qmax, d.np)
+    x = _float_input(_numpy(input, "input"), "quantize_per_tensor")
+    _check_qparams("quantize_per_tensor", scale, zero_point, *qrange(d))
+    q = quantize_array(x, float(scale), int(zero_point), *qrange(d), storage(d))
     return rtx.from_numpy(q)
 
 
 def quantize_per_channel(input, scales, zero_points, axis, dtype):
     """As torch.quantize_per_channel: one (scale, zero_point) per index along `axis`."""
     d = as_qdtype(dtype)
-    x = _numpy(input, "input")
+    x = _float_input(_numpy(input, "input"), "quantize_per_channel")
     scales, zero_points = _numpy(scales, "scales"), _numpy(zero_points, "zero_points")
     if not -x.ndim <= axis < x.ndim:
         raise ValueError(f"axis must be in [{-x.ndim}, {x.ndim}) for a {x.ndim}-d input, got {axis}")
@@ -91,12 +114,22 @@ def quantize_per_channel(input, scales, zero_points, axis, dtype):
     if scales.shape != (x.shape[axis],) or zero_points.shape != (x.shape[axis],):
         raise ValueError(f"expected {x.shape[axis]} scales and zero points (input.size({axis})), got "
                          f"{scales.shape} and {zero_points.shape}")
-    return rtx.from_numpy(quantize_array(x, scales, zero_points, d.qmin, d.qmax, d.np, axis))
+    _check_qparams("quantize_per_channel", scales, zero_points, *qrange(d), "zero_points")
+    return rtx.from_numpy(quantize_array(x, scales, zero_points, *qrange(d), storage(d), axis))
 
 
 def dequantize(q, scale, zero_point, axis=None):
     """float32 (q - zero_point) * scale; per channel along `axis` when scale is a vector."""
     qa = _numpy(q, "q").astype(np.float32)
+    n_scales = 1 if np.isscalar(scale) else int(np.size(_numpy(scale, "scale")))
+    if axis is None and n_scales > 1:
+        raise ValueError(f"dequantize: {n_scales} scales need the axis they run along (axis=...), got axis=None")
+    if axis is not None:
+        if not -qa.ndim <= axis < qa.ndim:
+            raise ValueError(f"dequantize: axis must be in [{-qa.ndim}, {qa.ndim}) for a {qa.ndim}-d q, got {axis}")
+        axis %= qa.ndim
+        if n_scales not in (1, qa.shape[axis]):
+            raise ValueError(f"dequantize: expected {qa.shape[axis]} scales (q.size({axis})), got {n_scales}")
     s = _bcast(np.asarray(_numpy(scale, "scale") if not np.isscalar(scale) else scale, np.float32), qa.ndim, axis)
     z = _bcast(np.asarray(_numpy(zero_point, "zero_point") if not np.isscalar(zero_point) else zero_point,
                           np.float32), qa.ndim, axis)
@@ -131,6 +164,7 @@ def fake_quantize_per_tensor_affine(input, scale, zero_point, quant_min, quant_m
     """As torch.fake_quantize_per_tensor_affine: (clamp(round(x/scale) + zp, qmin, qmax) - zp) * scale,
     with the straight-through gradient."""
     qmin, qmax = _qrange(quant_min, quant_max)
+    _check_qparams("fake_quantize_per_tensor_affine", float(scale), zero_point, qmin, qmax)
     s = rtx.tensor(float(scale), dtype=input.dtype, device=input.device)
     z = rtx.tensor(float(int(zero_point)), dtype=input.dtype, device=input.device)
     return _FakeQuantize.apply(input, s, z, qmin, qmax)
@@ -139,6 +173,8 @@ def fake_quantize_per_tensor_affine(input, scale, zero_point, quant_min, quant_m
 def fake_quantize_per_channel_affine(input, scale, zero_point, axis, quant_min, quant_max):
     """As torch.fake_quantize_per_channel_affine: one (scale, zero_point) per index along `axis`."""
     qmin, qmax = _qrange(quant_min, quant_max)
+    _check_qparams("fake_quantize_per_channel_affine", _numpy(scale, "scale"), _numpy(zero_point, "zero_point"),
+                   qmin, qmax)
     axis %= input.dim()
     shape = [1] * input.dim()
     shape[axis] = -1
@@ -150,30 +186,3 @@ def fake_quantize_per_channel_affine(input, scale, zero_point, axis, quant_min, 
         raise ValueError(f"expected {input.shape[axis]} scales (input.size({axis})), got {s.shape[axis]}")
     return _FakeQuantize.apply(input, s, z, qmin, qmax)
 
-
-def exact_gemm(a, b, bound):
-    """a @ b for integer-valued float arrays, exact: float32 when every partial sum stays under
-    2**24 in magnitude (bound = K * max|a| * max|b|), float64 otherwise. Returns integer-valued floats."""
-    if bound >= 2 ** 31:
-        raise OverflowError(f"int_matmul: sums up to {bound} could overflow the int32 accumulator")
-    ft = np.float32 if bound < 2 ** 24 else np.float64
-    return np.matmul(a.astype(ft, copy=False), b.astype(ft, copy=False))
-
-
-def int_matmul(a, b, a_max=None, b_max=None):
-    """Exact int32 product of two integer matrices (..., K) @ (K, N), fast.
-
-    NumPy has no BLAS for integers, so the integers go through a float GEMM: every partial sum of
-    int8-range products is an integer, and a float holds integers exactly up to 2**24 (float32) or
-    2**53 (float64); when K * max|a| * max|b| stays under 2**24 float32 is exact whatever order BLAS
-    adds in, beyond that float64 is. a_max / b_max: known bounds on |a| and |b| (saves two scans)."""
-    a = np.asarray(a)
-    b = np.asarray(b)
-    if a.dtype.kind not in "iu" or b.dtype.kind not in "iu":
-        raise TypeError(f"int_matmul takes integer arrays, got {a.dtype} and {b.dtype}")
-    k = a.shape[-1]
-    if b.shape[0] != k:
-        raise ValueError(f"int_matmul: shapes {a.shape} and {b.shape} do not multiply (K {k} vs {b.shape[0]})")
-    amax = a_max if a_max is not None else max(abs(int(a.min())), abs(int(a.max()))) if a.size else 0
-    bmax = b_max if b_max is not None else max(abs(int(b.min())), abs(int(b.max()))) if b.size else 0
-    return exact_gemm(a, b, k * amax * bmax).astype(np.int32)

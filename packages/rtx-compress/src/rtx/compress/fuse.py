@@ -96,6 +96,11 @@ def _parent_and_name(model, path):
 
 
 def _fuse(model, modules_to_fuse, inplace, fuser):
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"fuse_modules expects an rtx nn.Module, got {type(model).__name__}")
+    if isinstance(modules_to_fuse, str) or not isinstance(modules_to_fuse, (list, tuple)) or not modules_to_fuse:
+        raise TypeError("fuse_modules: modules_to_fuse must be a list of submodule names (['conv', 'bn', 'relu']) "
+                        f"or a list of such lists, got {modules_to_fuse!r}")
     if not inplace:
         model = copy.deepcopy(model)
     groups = modules_to_fuse
@@ -126,10 +131,14 @@ def _fuse(model, modules_to_fuse, inplace, fuser):
 def fuse_modules(model, modules_to_fuse, inplace=False, fuse_custom_config_dict=None):
     """Fuse each list of submodule names, e.g. fuse_modules(model, [["conv1", "bn1", "relu1"]]).
     The model must be in eval mode when a BatchNorm is folded."""
+    if fuse_custom_config_dict:
+        raise NotImplementedError("fuse_modules: fuse_custom_config_dict is not supported by rtx.compress")
     return _fuse(model, modules_to_fuse, inplace, _fuse_eval)
 
 
 def fuse_modules_qat(model, modules_to_fuse, inplace=False, fuse_custom_config_dict=None):
     """As fuse_modules, for quantization-aware training: Conv2d+BatchNorm2d(+ReLU) keep the
     BatchNorm live (folded in on the fly by qat.ConvBn2d), Conv2d+ReLU and Linear+ReLU."""
+    if fuse_custom_config_dict:
+        raise NotImplementedError("fuse_modules_qat: fuse_custom_config_dict is not supported by rtx.compress")
     return _fuse(model, modules_to_fuse, inplace, _fuse_qat)

@@ -4,13 +4,14 @@ defaults and buffers: min_val / max_val)."""
 from __future__ import annotations
 
 import functools
+import warnings
 
 import numpy as np
 
 import rtx
 import rtx.nn as nn
 from rtx.compress.functional import _EPS, calculate_qparams
-from rtx.compress.qtypes import as_qdtype, qint8, quint8
+from rtx.compress.qtypes import as_qdtype, qint8, qrange, quint8
 
 __all__ = ["ObserverBase", "MinMaxObserver", "MovingAverageMinMaxObserver", "PerChannelMinMaxObserver",
            "MovingAveragePerChannelMinMaxObserver", "HistogramObserver", "PercentileObserver",
@@ -50,6 +51,13 @@ def _arr(t):
     return t.detach().cpu().numpy()
 
 
+def _check_finite(observer, lo, hi):
+    """A NaN or infinity would silently give NaN/inf scales: stop at the first one seen."""
+    if not (np.all(np.isfinite(lo)) and np.all(np.isfinite(hi))):
+        raise ValueError(f"{type(observer).__name__} observed non-finite values (min {lo}, max {hi}); "
+                         "quantization parameters need finite data")
+
+
 class ObserverBase(nn.Module):
     """Base of all observers: forward(x) records x and returns it unchanged; calculate_qparams()
     returns (scale, zero_point) tensors."""
@@ -73,7 +81,7 @@ class UniformQuantizationObserverBase(ObserverBase):
                  factory_kwargs=None, eps=_EPS, is_dynamic=False):
         super().__init__(dtype, is_dynamic)
         if self.dtype not in (qint8, quint8):
-            raise ValueError(f"observers quantize to rtx.compress.qint8 or quint8, got dtype={dtype!r}")
+            raise ValueError(f"observers quantize to rtx.qint8 or rtx.quint8, got dtype={dtype!r}")
         schemes = (per_tensor_affine, per_tensor_symmetric, per_channel_affine, per_channel_symmetric)
         if qscheme not in schemes:
             raise ValueError(f"qscheme must be one of {schemes}, got {qscheme!r}")
@@ -84,17 +92,29 @@ class UniformQuantizationObserverBase(ObserverBase):
         if self.has_customized_qrange:
             if not quant_min <= 0 <= quant_max:
                 raise ValueError(f"the quantization range must include 0, got [{quant_min}, {quant_max}]")
-            if not self.dtype.qmin <= quant_min < quant_max <= self.dtype.qmax:
+            qmin, qmax = qrange(self.dtype)
+            if not qmin <= quant_min < quant_max <= qmax:
                 raise ValueError(f"quant_min and quant_max must lie in {self.dtype.name}'s range "
-                                 f"[{self.dtype.qmin}, {self.dtype.qmax}], got [{quant_min}, {quant_max}]")
+                                 f"[{qmin}, {qmax}], got [{quant_min}, {quant_max}]")
             self.quant_min, self.quant_max = int(quant_min), int(quant_max)
             if reduce_range:
                 self.quant_min, self.quant_max = self.quant_min // 2, self.quant_max // 2
         else:
             # reduce_range drops one bit, as fbgemm needs to keep its 16-bit intermediate sums from saturating
-            self.quant_min, self.quant_max = self.dtype.qmin, self.dtype.qmax
+            self.quant_min, self.quant_max = qrange(self.dtype)
             if reduce_range:
                 self.quant_min, self.quant_max = self.quant_min // 2, self.quant_max // 2
+
+    def has_observed(self):
+        """Whether forward has seen any data (convert refuses layers whose observers saw none)."""
+        lo = _arr(self.min_val)
+        return lo.size > 0 and bool(np.all(lo != np.inf))
+
+    def _default_qparams(self):
+        # PyTorch's behaviour for an observer that saw nothing: warn, return scale 1, zero point 0
+        warnings.warn(f"{type(self).__name__}: must run observer before calling calculate_qparams; returning "
+                      "default values (scale 1, zero point 0)", stacklevel=3)
+        return rtx.tensor([1.0]), rtx.tensor([0])
 
     def _qparams(self, min_val, max_val):
         # a quint8 symmetric zero point sits mid-range, as PyTorch's (128 on the full range)
@@ -128,15 +148,15 @@ class MinMaxObserver(UniformQuantizationObserverBase):
         if x_orig.numel() == 0:
             return x_orig
         x = _arr(x_orig)
-        self._update(float(x.min()), float(x.max()))
+        lo, hi = float(x.min()), float(x.max())
+        _check_finite(self, lo, hi)
+        self._update(lo, hi)
         return x_orig
 
     def calculate_qparams(self):
-        lo, hi = float(self.min_val), float(self.max_val)
-        if lo == float("inf"):
-            # nothing observed: PyTorch warns and returns scale 1, zero point 0
-            return rtx.tensor([1.0]), rtx.tensor([0])
-        return self._qparams(lo, hi)
+        if not self.has_observed():
+            return self._default_qparams()
+        return self._qparams(float(self.min_val), float(self.max_val))
 
     def reset_min_max_vals(self):
         self.min_val = rtx.tensor(float("inf"))
@@ -152,7 +172,8 @@ class MovingAverageMinMaxObserver(MinMaxObserver):
         if not 0 < averaging_constant <= 1:
             raise ValueError(f"averaging_constant must be in (0, 1], got {averaging_constant}")
         self.averaging_constant = averaging_constant
-        super().__init__(dtype, qscheme, reduce_range, quant_min, quant_max, eps=eps, is_dynamic=is_dynamic)
+        # unknown keywords reach MinMaxObserver's signature and fail there, not silently vanish
+        super().__init__(dtype, qscheme, reduce_range, quant_min, quant_max, eps=eps, is_dynamic=is_dynamic, **kwargs)
 
     def _update(self, lo, hi):
         c = self.averaging_constant
@@ -193,15 +214,16 @@ class PerChannelMinMaxObserver(UniformQuantizationObserverBase):
     def forward(self, x_orig):
         if x_orig.numel() == 0:
             return x_orig
-        lo, hi = self._combine(*self._channel_minmax(_arr(x_orig)))
+        lo, hi = self._channel_minmax(_arr(x_orig))
+        _check_finite(self, lo, hi)
+        lo, hi = self._combine(lo, hi)
         self.min_val, self.max_val = rtx.from_numpy(lo), rtx.from_numpy(hi)
         return x_orig
 
     def calculate_qparams(self):
-        lo, hi = _arr(self.min_val), _arr(self.max_val)
-        if lo.size == 0:
-            return rtx.tensor([1.0]), rtx.tensor([0])
-        return self._qparams(lo, hi)
+        if not self.has_observed():
+            return self._default_qparams()
+        return self._qparams(_arr(self.min_val), _arr(self.max_val))
 
     def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
         # the per-channel buffers start empty: take the saved ones' size
@@ -217,7 +239,8 @@ class MovingAveragePerChannelMinMaxObserver(PerChannelMinMaxObserver):
     def __init__(self, averaging_constant=0.01, ch_axis=0, dtype=quint8, qscheme=per_channel_affine,
                  reduce_range=False, quant_min=None, quant_max=None, eps=_EPS, is_dynamic=False, **kwargs):
         self.averaging_constant = averaging_constant
-        super().__init__(ch_axis, dtype, qscheme, reduce_range, quant_min, quant_max, eps=eps, is_dynamic=is_dynamic)
+        super().__init__(ch_axis, dtype, qscheme, reduce_range, quant_min, quant_max, eps=eps, is_dynamic=is_dynamic,
+                         **kwargs)
 
     def _combine(self, lo, hi):
         old_lo, old_hi = _arr(self.min_val), _arr(self.max_val)
@@ -253,6 +276,7 @@ class HistogramObserver(UniformQuantizationObserverBase):
             return x_orig
         x = _arr(x_orig).astype(np.float64).ravel()
         lo, hi = float(x.min()), float(x.max())
+        _check_finite(self, lo, hi)
         old_lo, old_hi = float(self.min_val), float(self.max_val)
         hist = _arr(self.histogram).astype(np.float64)
         if old_lo != float("inf"):
@@ -298,8 +322,8 @@ class HistogramObserver(UniformQuantizationObserverBase):
         return best
 
     def calculate_qparams(self):
-        if float(self.min_val) == float("inf"):
-            return rtx.tensor([1.0]), rtx.tensor([0])
+        if not self.has_observed():
+            return self._default_qparams()
         return self._qparams(*self._search())
 
 

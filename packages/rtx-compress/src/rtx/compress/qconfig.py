@@ -35,6 +35,9 @@ class QConfig(namedtuple("QConfig", ["activation", "weight"])):
             if isinstance(f, rtx.nn.Module):
                 raise ValueError(f"QConfig received an observer instance for {what}; pass the class or "
                                  f"{type(f).__name__}.with_args(...) so that each module gets its own")
+            if not callable(f):
+                raise TypeError(f"QConfig {what} must be an observer class or factory (e.g. MinMaxObserver or "
+                                f"MinMaxObserver.with_args(...)), got {type(f).__name__}")
         return super().__new__(cls, activation, weight)
 
 

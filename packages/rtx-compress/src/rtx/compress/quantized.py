@@ -15,8 +15,9 @@ import rtx
 import rtx.nn as nn
 from rtx.compress import intrinsic as nni
 from rtx.compress._weights import GemmWeight, as_numpy, dequantized_weight, quantize_weight
-from rtx.compress.functional import exact_gemm, quantize_array
+from rtx.compress.functional import quantize_array
 from rtx.compress.qtypes import quint8
+from rtx.kernel.int_gemm import exact_matmul
 
 __all__ = ["Quantize", "DeQuantize", "Linear", "LinearReLU", "Conv2d", "ConvReLU2d"]
 
@@ -27,6 +28,11 @@ def _qparams_of(observer):
                          f"{observer.dtype!r}")
     scale, zp = observer.calculate_qparams()
     return float(as_numpy(scale).reshape(-1)[0]), int(as_numpy(zp).reshape(-1)[0])
+
+
+def _check_activation_dtype(dtype, who):
+    if dtype is not quint8:
+        raise ValueError(f"{who}: activations are quint8 (0..255) only, got dtype={dtype!r}")
 
 
 def _check_input(x, who):
@@ -42,6 +48,7 @@ class Quantize(nn.Module):
 
     def __init__(self, scale, zero_point, dtype=quint8):
         super().__init__()
+        _check_activation_dtype(dtype, "quantized.Quantize")
         self.dtype = dtype
         self.register_buffer("scale", rtx.tensor(float(scale)))
         self.register_buffer("zero_point", rtx.tensor(int(zero_point)))
@@ -156,6 +163,7 @@ class Linear(_QuantizedLayer):
 
     def __init__(self, in_features, out_features, bias_=True, dtype=quint8):
         super().__init__()
+        _check_activation_dtype(dtype, f"quantized.{type(self).__name__}")
         self.in_features, self.out_features = in_features, out_features
         self._init_buffers((out_features, in_features), out_features, bias_)
 
@@ -166,7 +174,7 @@ class Linear(_QuantizedLayer):
                              f"got shape {tuple(xa.shape)}")
         xq, in_scale = self._quantize_input(xa.reshape(-1, self.in_features))
         w, w_max = self._gemm_weights()
-        acc = exact_gemm(xq, w[0], self.in_features * 255 * w_max).astype(np.float64) + self._bias_q(in_scale)
+        acc = exact_matmul(xq, w[0], self.in_features * 255 * w_max).astype(np.float64) + self._bias_q(in_scale)
         out = self._requantize(acc, in_scale, 1)
         return rtx.from_numpy(out.reshape(*xa.shape[:-1], self.out_features))
 
@@ -216,6 +224,7 @@ class Conv2d(_QuantizedLayer):
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1, bias=True,
                  padding_mode="zeros", dtype=quint8):
         super().__init__()
+        _check_activation_dtype(dtype, f"quantized.{type(self).__name__}")
         if padding_mode != "zeros":
             raise ValueError(f"quantized Conv2d supports padding_mode='zeros' only, got {padding_mode!r}")
         if in_channels % groups or out_channels % groups:
@@ -245,7 +254,7 @@ class Conv2d(_QuantizedLayer):
             # xq is already centred, so the padding value is the centred zero: 0
             cols, (n, ho, wo) = im2col(xq[:, i * cin:(i + 1) * cin] if g > 1 else xq, self.kernel_size,
                                        self.stride, self.dilation, 0, self._pads)
-            outs.append(exact_gemm(cols, w[i], cols.shape[1] * 255 * w_max))
+            outs.append(exact_matmul(cols, w[i], cols.shape[1] * 255 * w_max))
         acc = (outs[0] if g == 1 else np.concatenate(outs, axis=1)).astype(np.float64)
         acc += self._bias_q(in_scale)                                  # (N*Ho*Wo, O)
         out = self._requantize(acc, in_scale, 1)

@@ -108,15 +108,17 @@ def _convert(v: object, tp: object, key: str, text: bool, source: str) -> object
         if isinstance(v, int) and not isinstance(v, bool):
             return v
         if text and isinstance(v, str):
-            try:
-                return int(v.strip(), 0) if v.strip().lower().startswith(("0x", "0o", "0b")) else int(v.strip())
-            except ValueError:
-                raise _Mismatch(key, tp, v) from None
+            return _parse_int(v, tp, key)
         raise _Mismatch(key, tp, v)
     if tp is float:
         if isinstance(v, (int, float)) and not isinstance(v, bool):
-            return float(v)
+            try:
+                return float(v)
+            except OverflowError:  # an int beyond 1.8e308
+                raise _Mismatch(key, tp, v, "too large for a float") from None
         if text and isinstance(v, str):
+            if not v.isascii():  # float() also takes Arabic-Indic and other Unicode digits
+                raise _Mismatch(key, tp, v)
             try:
                 return float(v.strip())
             except ValueError:
@@ -132,6 +134,21 @@ def _convert(v: object, tp: object, key: str, text: bool, source: str) -> object
         raise _Mismatch(key, tp, v)
     raise TypeError(f"rtx.config: field {key!r} has an unsupported type {tp!r}; supported: str, int, float, "
                     "bool, Path, Optional[X], list[X], tuple[X, ...], dict[str, X], Literal[...], Enum, dataclass")
+
+
+def _parse_int(v: str, tp, key):
+    s = v.strip()
+    # int() also takes Unicode digits ('٣' -> 3); a config value is ASCII or a mistake.
+    if not s.isascii():
+        raise _Mismatch(key, tp, v)
+    body = s.lstrip("+-").lower()
+    try:
+        # base 0 reads 0x/0o/0b prefixes (with a sign too) but refuses "010", so only use it for those.
+        return int(s, 0) if body.startswith(("0x", "0o", "0b")) else int(s)
+    except ValueError as e:
+        too_long = str(e).startswith("Exceeds the limit")  # Python's 4300-digit limit on int("...")
+        raise _Mismatch(key, tp, v, f"{len(s)} characters, more digits than Python parses" if too_long
+                        else "") from None
 
 
 def _union(v, tp, args, key, text, source):

@@ -18,15 +18,17 @@ class ConfigError(ValueError):
     def bad_value(cls, key: str, expected: str, found: object, source: str, why: str = "") -> ConfigError:
         """The standard message: `key` (from source): expected X, found V (type)."""
         # An env var is always text: its type says nothing, its repr shows stray spaces and quotes.
-        shown = repr(found) if source.startswith("env ") and isinstance(found, str) else _show(found)
+        shown = _clip(repr(found)) if source.startswith("env ") and isinstance(found, str) else _show(found)
         msg = f"config key {key!r} (from {source}): expected {expected}, found {shown}"
         if why:
             msg += f" ({why})"
         return cls(msg, key=key, expected=expected, found=found, source=source)
 
 
+def _clip(text: str) -> str:
+    # A huge value (a 5000-digit number, a pasted file) would drown the message.
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
 def _show(value: object) -> str:
-    text = repr(value)
-    if len(text) > 80:
-        text = text[:77] + "..."
-    return f"{text} ({type(value).__name__})"
+    return f"{_clip(repr(value))} ({type(value).__name__})"

@@ -23,7 +23,8 @@ def load_config(cls, path: str | os.PathLike | None = None, *, section: str | No
     """Build an instance of the dataclass `cls` from, lowest priority first: its defaults, the TOML
     file `path` (only its table `section`, dotted for nested tables: ``"tool.rtx.server"``), the
     environment (``{env_prefix}{FIELD}``, nested fields joined by ``__``:
-    ``RTX_SERVE_LIMITS__MAX_BODY_BYTES``; env_prefix=None reads no environment), and `overrides`
+    ``RTX_SERVE_LIMITS__MAX_BODY_BYTES``, or a whole nested table as JSON in ``RTX_SERVE_LIMITS``;
+    env_prefix=None reads no environment), and `overrides`
     (a nested dict, or dotted keys ``{"limits.max_body_bytes": 1024}``; strings are parsed like
     environment values, so command-line flags can be passed through as they come).
 
@@ -64,8 +65,18 @@ def read_toml(path: str | os.PathLike, section: str | None = None) -> tuple[dict
         raise ConfigError(f"config file {str(p)!r} is not valid TOML: {e}", source=str(p)) from None
     except UnicodeDecodeError as e:
         raise ConfigError(f"config file {str(p)!r} is not UTF-8 text: {e}", source=str(p)) from None
+    except ValueError as e:  # tomllib's int("...") past Python's 4300-digit limit
+        raise ConfigError(f"config file {str(p)!r} cannot be read: {e}", source=str(p)) from None
     for part in section.split(".") if section else []:
-        data = data.get(part, {})  # a missing section is an empty one: the file may serve other tools
+        if part not in data:
+            # A missing section is an empty one (the file may serve other tools), unless it looks
+            # like a typo of a table that is there: "[sever]" silently ignored would be worse.
+            close = difflib.get_close_matches(part, [k for k, v in data.items() if isinstance(v, dict)], n=1)
+            if close:
+                raise ConfigError(f"config file {str(p)!r} has no [{section}] table (did you mean "
+                                  f"[{close[0]}]?)", key=section, expected="a table", found=close[0],
+                                  source=source)
+        data = data.get(part, {})
         if not isinstance(data, dict):
             raise ConfigError(f"config file {str(p)!r}: [{section}] must be a table, found {data!r}",
                               key=section, expected="a table", found=data, source=source)
@@ -129,7 +140,10 @@ def _merge_env(cls, values: _Table, env: Mapping[str, str], prefix: str, keypref
             sub = values.get(name)
             if not isinstance(sub, _Table):
                 sub = _Table()
-            _merge_env(tp, sub, env, var + "__", key + ".")
+            if var in env:  # the whole table as JSON (RTX_SERVE_LIMITS='{"timeout_s": 2}')
+                table = convert(env[var], dict, key, f"env {var}", text=True)
+                _merge(tp, sub, table, key + ".", f"env {var}")
+            _merge_env(tp, sub, env, var + "__", key + ".")  # single fields, which win
             if sub:
                 values[name] = sub
         elif var in env:

@@ -94,6 +94,14 @@ class ModelVersion:
             card = ""
         try:
             info = json.loads(text)
+            artifact = info["artifact"]
+            # model.json is not signed: an edited "artifact": "../../x" must not point outside the
+            # version's directory, and a directory copied by hand must not pass for another version.
+            if not isinstance(artifact, str) or artifact in ("", ".", "..") or Path(artifact).name != artifact:
+                raise ValueError(f"artifact {artifact!r} is not a file name inside the version's directory")
+            if (info["name"], info["version"]) != (path.parent.name, path.name):
+                raise ValueError(f"it describes {info['name']}:{info['version']} but lies in "
+                                 f"{path.parent.name}/{path.name}")
             return cls(name=info["name"], version=info["version"], stage=info["stage"], format=info["format"],
                        artifact=path / info["artifact"], sha256=info["sha256"], size=info["size"],
                        metadata=info.get("metadata") or {}, signature=info.get("signature"), card=card,

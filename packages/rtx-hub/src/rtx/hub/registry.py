@@ -11,6 +11,7 @@ Layout (everything for one version lives in its own directory, moved into place 
 """
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import json
 import os
@@ -31,7 +32,8 @@ from rtx.hub.signature import check_signature, example_signature, onnx_signature
 
 STAGES = ("staging", "production", "archived")
 # One path component, starting with a letter or digit: no "/", no "..", no hidden names.
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+# \Z, not $: "$" also matches before a trailing newline, which would make "m\n" a directory name.
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}\Z")
 
 
 def default_root() -> Path:
@@ -101,7 +103,10 @@ class Registry:
                                      f"models: {_listing(known) or '(none)'}")
         if version is not None:
             check_version(version)
-            found = [mv for mv in versions if mv.version == version]
+            # exact, else the one version that differs only in build metadata ("1.0.0" finds
+            # "1.0.0+build.5"; register() refuses a second one of equal precedence)
+            found = ([mv for mv in versions if mv.version == version]
+                     or [mv for mv in versions if same_precedence(mv.version, version)])
             if not found:
                 raise ModelNotFoundError(f"model {name!r} has no version {version!r}; versions: {_vlist(versions)}")
             if stage is not None and found[0].stage != stage:
@@ -118,10 +123,16 @@ class Registry:
 
     def revision(self) -> int:
         """A counter that increases on every change of the registry (one small file read)."""
+        path = self.root / ".revision"
         try:
-            return int((self.root / ".revision").read_text().strip() or 0)
+            text = path.read_text().strip()
         except FileNotFoundError:
             return 0
+        try:
+            return int(text or 0)
+        except ValueError:  # only an edit outside rtx.hub gets here (writes are atomic)
+            raise RegistryError(f"{str(path)!r} holds {text[:40]!r}, not an integer; it was edited outside "
+                                "rtx.hub: write a number into it (or delete it) to repair the registry") from None
 
     def _versions(self, name: str) -> list[ModelVersion]:
         out = []
@@ -158,6 +169,14 @@ class Registry:
         if card is not None and not isinstance(card, str):
             raise RegistryError(f"card must be a string (Markdown), got {type(card).__name__}")
         self._refuse_duplicate(name, version)  # early, before copying a large file; again under the lock
+        with self._writing(f"register {name}:{version}"):
+            return self._register(model_or_path, name, version, metadata, signature, card, stage, example_inputs,
+                                  module_args, module_kwargs)
+
+    def _register(self, model_or_path, name, version, metadata, signature, card, stage, example_inputs,
+                  module_args, module_kwargs) -> ModelVersion:
+        # A crashed writer may have left a directory under .tmp/: names are unique (mkdtemp), so it
+        # never collides with this one; nothing reads .tmp/ (see README: clean it when no writer runs).
         tmp_root = self.root / ".tmp"
         tmp_root.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=f"{name}-{version}-", dir=tmp_root))
@@ -182,7 +201,7 @@ class Registry:
         stage="production" moves the model's other production versions to archived (by default
         several versions may be in production at once, e.g. for A/B routing)."""
         check_stage(stage)
-        with self._lock():
+        with self._writing(f"promote {name}:{version}"), self._lock():
             mv = self.get(name, version)
             self._set_stage(mv, stage)
             if archive_existing and stage == "production":
@@ -194,7 +213,7 @@ class Registry:
 
     def remove(self, name: str, version: str) -> ModelVersion:
         """Delete a version (its directory is first moved aside, so it vanishes in one step)."""
-        with self._lock():
+        with self._writing(f"remove {name}:{version}"), self._lock():
             mv = self.get(name, version)
             trash = self.root / ".tmp" / f"removed-{name}-{version}-{uuid.uuid4().hex}"
             trash.parent.mkdir(exist_ok=True)
@@ -216,9 +235,26 @@ class Registry:
 
     # ---- internals -------------------------------------------------------------------------
 
+    @contextlib.contextmanager
+    def _writing(self, what: str):
+        """Turn filesystem failures of a write (a read-only or full disk, a root under a file,
+        missing permissions) into a RegistryError that names the registry and the operation."""
+        try:
+            yield
+        except OSError as e:
+            where = os.fspath(e.filename) if e.filename is not None else str(self.root)
+            if not Path(where).is_relative_to(self.root) and not self.root.is_relative_to(where):
+                # the source file, not the registry (an unreadable model file)
+                raise RegistryError(f"cannot {what}: reading {where!r} failed: {e.strerror or e}") from None
+            raise RegistryError(f"cannot {what} in the registry {str(self.root)!r}: {e.strerror or e} "
+                                f"({where}); the registry directory must be writable") from None
+
+    @contextlib.contextmanager
     def _lock(self):
         self.root.mkdir(parents=True, exist_ok=True)
-        return locked(self.root / ".lock")
+        with locked(self.root / ".lock"):
+            self.revision()  # a damaged .revision must stop a writer before it changes anything
+            yield
 
     def _bump(self) -> None:
         write_atomic(self.root / ".revision", f"{self.revision() + 1}\n")

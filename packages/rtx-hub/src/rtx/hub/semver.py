@@ -6,10 +6,12 @@ import re
 from rtx.hub.errors import RegistryError
 
 # The official regular expression from semver.org, without the named groups' verbosity.
+# [0-9] rather than \d (which also matches Unicode digits such as '١'), and \Z rather than $ (which
+# also matches before a trailing newline: "1.0.0\n" would become a directory name).
 _SEMVER = re.compile(
-    r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)"
-    r"(?:-((?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*)(?:\.(?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*))*))?"
-    r"(?:\+([0-9a-zA-Z-]+(?:\.[0-9a-zA-Z-]+)*))?$")
+    r"^(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)"
+    r"(?:-((?:0|[1-9][0-9]*|[0-9]*[a-zA-Z-][0-9a-zA-Z-]*)(?:\.(?:0|[1-9][0-9]*|[0-9]*[a-zA-Z-][0-9a-zA-Z-]*))*))?"
+    r"(?:\+([0-9a-zA-Z-]+(?:\.[0-9a-zA-Z-]+)*))?\Z")
 
 
 def check_version(version: object) -> str:
@@ -21,7 +23,7 @@ def check_version(version: object) -> str:
         hint = ""
         if version[:1] in "vV" and _SEMVER.match(version[1:]):
             hint = f"; drop the leading 'v': {version[1:]!r}"
-        elif re.fullmatch(r"\d+(\.\d+)?", version):
+        elif re.fullmatch(r"[0-9]+(\.[0-9]+)?", version):
             parts = version.split(".")
             hint = f"; all three parts are required: {'.'.join(parts + ['0'] * (3 - len(parts)))!r}"
         raise RegistryError(f"invalid version {version!r}: expected a semantic version MAJOR.MINOR.PATCH "

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import numbers
 import time
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
@@ -63,11 +64,7 @@ class ServingMetrics:
     def observe_request(self, model: str, version: str, protocol: str, code: int | str, seconds: float) -> None:
         """Count one answered request and record its latency (seconds, >= 0)."""
         seconds = _seconds(seconds, "observe_request")
-        try:
-            code = int(code)
-        except (TypeError, ValueError):
-            raise ValueError(f"observe_request: code must be an HTTP status code (an int such as 200), "
-                             f"got {code!r}") from None
+        code = _status_code(code)
         self.requests.labels(str(model), str(version), str(protocol), str(code)).inc()
         self.latency.labels(str(model), str(version)).observe(seconds)
 
@@ -138,6 +135,16 @@ class _Request:
 
     def __init__(self):
         self.code = 200
+
+
+def _status_code(code) -> int:
+    # int(code) alone took 200.7 as 200 and True as 1; a label value must be a real status code.
+    if isinstance(code, str) and code.strip().isascii() and code.strip().isdigit():
+        code = int(code)
+    if isinstance(code, bool) or not isinstance(code, numbers.Integral) or not 100 <= code <= 599:
+        raise ValueError(f"observe_request: code must be an HTTP status code (an int from 100 to 599, such "
+                         f"as 200), got {code!r}")
+    return int(code)
 
 
 def _seconds(seconds, where) -> float:

@@ -13,6 +13,7 @@ Summary of scalar values. Only the few protobuf fields needed are encoded, by ha
 """
 from __future__ import annotations
 
+import math
 import os
 import socket
 import struct
@@ -91,9 +92,18 @@ def encode_file_version_event(wall_time: float) -> bytes:
 def encode_scalar_event(wall_time: float, step: int, scalars: dict[str, float]) -> bytes:
     """An Event whose Summary holds one simple_value per tag (stored as float32, as TensorBoard does)."""
     values = b"".join(
-        _bytes_field(1, _bytes_field(1, tag.encode()) + _varint(2 << 3 | 5) + struct.pack("<f", value))
+        _bytes_field(1, _bytes_field(1, tag.encode()) + _varint(2 << 3 | 5) + _float32(value))
         for tag, value in scalars.items())
     return _event_head(wall_time, step) + _bytes_field(5, values)
+
+
+def _float32(value: float) -> bytes:
+    # struct refuses |x| > 3.4e38 with OverflowError; a diverging loss (1e300) must still be logged,
+    # as the float32 cast every TensorBoard writer makes gives it: +-inf.
+    try:
+        return struct.pack("<f", value)
+    except OverflowError:
+        return struct.pack("<f", math.copysign(math.inf, value))
 
 
 # ---- the file ------------------------------------------------------------------------------------

@@ -229,13 +229,20 @@ def _scalars(values: dict) -> dict[str, float]:
         if not isinstance(name, str) or not name or name in _FIXED:
             raise ValueError(f"TrainingLogger.log: a scalar name must be a non-empty str other than "
                              f"{' and '.join(_FIXED)}, got {name!r}")
+        try:
+            name.encode("utf-8")  # a lone surrogate ("\ud800") cannot be a TensorBoard tag or a CSV cell
+        except UnicodeEncodeError:
+            raise ValueError(f"TrainingLogger.log: scalar name {name!r} is not valid Unicode text") from None
         out[name] = _number(name, value)
     return out
 
 
 def _number(name, value) -> float:
     if isinstance(value, numbers.Real) and not isinstance(value, bool):
-        return float(value)
+        try:
+            return float(value)
+        except OverflowError:  # an int beyond 1.8e308
+            raise ValueError(f"TrainingLogger.log: {name!r} is too large for a float (beyond 1.8e308)") from None
     size = getattr(value, "size", None)
     if callable(size):  # a Tensor: size() is its shape
         size = getattr(value, "numel", lambda: None)()

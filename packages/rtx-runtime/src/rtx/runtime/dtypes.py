@@ -1,6 +1,11 @@
 """rtx dtypes: PyTorch's names over NumPy dtypes (bfloat16 from ml_dtypes), and PyTorch's
 type-promotion rules (which differ from NumPy's: int64 + float16 is float16, a Python
 float with an int tensor gives the default dtype, zero-dim tensors count less than sized ones).
+
+The quantized dtypes (qint8, quint8, qint32, quint4x2) name an integer range, as torch.qint8 does,
+for rtx.compress (quantize_dynamic(model, {nn.Linear}, dtype=rtx.qint8)). rtx has no quantized
+tensors: they have no NumPy dtype, no tensor can be created with them, and they stay out of ALL and
+of the NumPy mapping (np.int8 is rtx.int8).
 """
 from __future__ import annotations
 
@@ -12,22 +17,27 @@ import numpy as np
 class dtype:
     """A tensor element type, compared by identity like torch.dtype."""
 
-    __slots__ = ("name", "_np", "is_floating_point", "is_complex", "is_signed", "itemsize", "_category")
+    __slots__ = ("name", "_np", "is_floating_point", "is_complex", "is_signed", "is_quantized", "itemsize",
+                 "_category")
 
-    def __init__(self, name: str, np_dtype, category: int, itemsize: int = 0):
+    def __init__(self, name: str, np_dtype, category: int, itemsize: int = 0, is_quantized: bool = False):
         self.name = name
         self._np = None if np_dtype is None else np.dtype(np_dtype)
         self._category = category  # 0 bool, 1 integral, 2 floating, 3 complex
         self.is_floating_point = category == 2
         self.is_complex = category == 3
-        self.is_signed = name not in ("bool", "uint8", "uint16", "uint32", "uint64")
+        self.is_signed = name not in ("bool", "uint8", "uint16", "uint32", "uint64", "quint8", "quint4x2")
+        self.is_quantized = is_quantized
         self.itemsize = self._np.itemsize if self._np is not None else itemsize
 
     @property
     def np(self):
         """The NumPy dtype. bfloat16's comes from ml_dtypes, whose import costs about a second,
-        so it is loaded on first use of bfloat16, not with rtx."""
+        so it is loaded on first use of bfloat16, not with rtx. A quantized dtype has none:
+        every tensor-creating path asks for it, so this is where they all learn that."""
         if self._np is None:
+            if self.is_quantized:
+                raise TypeError(_no_quantized_tensors(self))
             import ml_dtypes
             self._np = np.dtype(ml_dtypes.bfloat16)
             _BY_NP[self._np] = self
@@ -62,9 +72,25 @@ float64 = dtype("float64", np.float64, 2)
 complex64 = dtype("complex64", np.complex64, 3)
 complex128 = dtype("complex128", np.complex128, 3)
 
+# Quantized dtypes (torch.qint8, ...): names of integer ranges for rtx.compress, not tensor dtypes.
+qint8 = dtype("qint8", None, 1, itemsize=1, is_quantized=True)
+quint8 = dtype("quint8", None, 1, itemsize=1, is_quantized=True)
+qint32 = dtype("qint32", None, 1, itemsize=4, is_quantized=True)
+quint4x2 = dtype("quint4x2", None, 1, itemsize=1, is_quantized=True)   # two 4-bit values a byte
+QUANTIZED = [qint8, quint8, qint32, quint4x2]
+
+
+def _no_quantized_tensors(d) -> str:
+    storage = {"qint8": "rtx.int8", "quint8": "rtx.uint8", "qint32": "rtx.int32"}.get(d.name, "rtx.uint8")
+    return (f"rtx has no quantized tensors, so no tensor can have dtype {d!r}: quantized values are plain "
+            f"{storage} tensors kept next to their scale and zero point. Use rtx.compress "
+            f"(rtx.compress.quantize_per_tensor(x, scale, zero_point, {d!r}), rtx.compress.dequantize, "
+            f"rtx.compress.quantize_dynamic(model, {{nn.Linear}}, dtype=rtx.qint8))")
+
+
 ALL = [bool_, uint8, uint16, uint32, uint64, int8, int16, int32, int64,
        float16, bfloat16, float32, float64, complex64, complex128]
-_BY_NAME = {d.name: d for d in ALL}
+_BY_NAME = {d.name: d for d in ALL + QUANTIZED}
 # PyTorch's aliases.
 ALIASES = {"half": float16, "float": float32, "double": float64, "short": int16, "int": int32,
            "long": int64, "cfloat": complex64, "cdouble": complex128, "bool": bool_}
@@ -82,6 +108,7 @@ def is_float(np_dtype) -> bool:
 
 
 def from_name(name: str) -> dtype:
+    """The dtype named `name` ("float32", "qint8"); KeyError for an unknown name."""
     return _BY_NAME[name]
 
 
@@ -147,6 +174,9 @@ def default_complex() -> dtype:
 @functools.lru_cache(maxsize=None)
 def promote_types(a: dtype, b: dtype) -> dtype:
     """torch.promote_types: the smallest dtype both values fit, by PyTorch's table."""
+    if a.is_quantized or b.is_quantized:
+        raise TypeError(f"promote_types: quantized dtypes do not promote (rtx has no quantized tensors), got {a!r} "
+                        f"and {b!r}")
     if a is b:
         return a
     ca, cb = a._category, b._category
@@ -213,6 +243,8 @@ def scalar_dtype(s) -> dtype:
 
 def can_cast(from_: dtype, to: dtype) -> bool:
     """torch.can_cast: whether in-place ops may write `from_` results into `to` tensors."""
+    if from_.is_quantized or to.is_quantized:
+        raise TypeError(f"can_cast: quantized dtypes have no tensors to cast, got {from_!r} and {to!r}")
     return from_._category <= to._category
 
 

@@ -49,12 +49,14 @@ def sse_stream(request, make_iterator: Callable[[], Iterable[str]] | Iterable[st
     queue_size: how many pieces the producer may run ahead of the sender (>= 1).
     timeout: seconds after which generation is stopped and the stream ends with finish_reason
         "cancelled" (None: no limit)."""
+    if not callable(getattr(request, "is_disconnected", None)):  # used mid-stream: fail now, not at a ping
+        raise TypeError(f"sse_stream: request must be the Starlette Request, got {type(request).__name__}")
     if isinstance(queue_size, bool) or not isinstance(queue_size, int) or queue_size < 1:
         raise ValueError(f"sse_stream: queue_size must be an int >= 1, got {queue_size!r}")
-    if not ping_interval > 0:
-        raise ValueError(f"sse_stream: ping_interval must be > 0 seconds, got {ping_interval!r}")
-    if timeout is not None and not timeout > 0:
-        raise ValueError(f"sse_stream: timeout must be None or > 0 seconds, got {timeout!r}")
+    if not _seconds(ping_interval):
+        raise ValueError(f"sse_stream: ping_interval must be a number > 0 (seconds), got {ping_interval!r}")
+    if timeout is not None and not _seconds(timeout):
+        raise ValueError(f"sse_stream: timeout must be None or a number > 0 (seconds), got {timeout!r}")
     source = make_iterator() if callable(make_iterator) else make_iterator
     if isinstance(source, (str, bytes)) or not isinstance(source, Iterable):
         raise TypeError(f"sse_stream: make_iterator must return an iterator of str pieces, got "
@@ -186,13 +188,33 @@ def _produce(iterator: Iterator[str], window: _Window, push) -> None:
                 raise TypeError(f"the text iterator yielded {type(piece).__name__}, expected str pieces")
             if not window.acquire():
                 return
-            push(("piece", piece))
+            push(("piece", _valid_utf8(piece)))
     except Exception as e:  # the stream has started: report it in the final event, not as a 500
         _log.exception("sse_stream: the text iterator failed")
+        push(("error", f"{type(e).__name__}: {e}"))
+    except BaseException as e:  # noqa: BLE001 - this thread ends here either way
+        # SystemExit, KeyboardInterrupt, a stray asyncio.CancelledError: without a final item the
+        # sender would wait (and ping) forever. Re-raising would only print it (a worker thread).
+        _log.exception("sse_stream: the text iterator raised %s", type(e).__name__)
         push(("error", f"{type(e).__name__}: {e}"))
     finally:
         window.stop()
         _close(iterator)
+
+
+def _valid_utf8(piece: str) -> str:
+    # A lone surrogate (a tokenizer decoding half a character with errors="surrogateescape") cannot
+    # be encoded as UTF-8: it would crash the sender mid-stream. Replace it, as errors="replace" does.
+    try:
+        piece.encode("utf-8")
+        return piece
+    except UnicodeEncodeError:
+        return "".join("\ufffd" if "\ud800" <= c <= "\udfff" else c for c in piece)
+
+
+def _seconds(value) -> bool:
+    """True for a number of seconds > 0 (not a bool, not NaN)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0
 
 
 def _close(iterator) -> None:

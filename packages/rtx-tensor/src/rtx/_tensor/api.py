@@ -249,6 +249,10 @@ from rtx.runtime.dtypes import (
     int32,
     int64,
     long,
+    qint8,  # quantized dtypes name integer ranges for rtx.compress; no tensor has them
+    qint32,
+    quint4x2,
+    quint8,
     short,
     uint8,
     uint16,
