@@ -49,6 +49,33 @@ def conv_small_fwd_bwd(lib):
     return best_of(run, repeat=7)
 
 
+def conv_late_fwd_bwd(lib):
+    # ResNet-18's last stage at 64x64 input: big weights, 2x2 images (thin columns; the input
+    # gradient by matmul + col2im, the threads split the weights rather than the batch).
+    conv, x, g = _conv_setup(lib, 8, 512, 512, 2)
+
+    def run():
+        x.grad = None
+        conv.zero_grad()
+        conv(x).backward(g)
+    return best_of(run, repeat=7)
+
+
+def conv_s2_fwd_bwd(lib):
+    # A strided 3x3 convolution (ResNet's downsampling blocks): its input gradient is the
+    # strided adjoint, which has no stride-1 convolution form.
+    lib.manual_seed(0)
+    conv = lib.nn.Conv2d(64, 128, 3, stride=2, padding=1)
+    x = lib.randn(8, 64, 16, 16, requires_grad=True)
+    g = lib.randn(8, 128, 8, 8)
+
+    def run():
+        x.grad = None
+        conv.zero_grad()
+        conv(x).backward(g)
+    return best_of(run, repeat=7)
+
+
 def conv_transpose_fwd_bwd(lib):
     lib.manual_seed(0)
     up = lib.nn.ConvTranspose2d(64, 32, 4, stride=2, padding=1)
@@ -116,6 +143,8 @@ WORKLOADS = {
     "conv2d 3x3 64->64 32^2 b32 fwd+bwd": conv_fwd_bwd,
     "conv2d 3x3 64->64 32^2 b32 fwd": conv_fwd,
     "conv2d 3x3 16->32 28^2 b64 fwd+bwd": conv_small_fwd_bwd,
+    "conv2d 3x3 512->512 2^2 b8 fwd+bwd": conv_late_fwd_bwd,
+    "conv2d 3x3 s2 64->128 16^2 b8 f+b": conv_s2_fwd_bwd,
     "conv_t2d 4x4 s2 64->32 16^2 b16 f+b": conv_transpose_fwd_bwd,
     "max_pool2d 2x2 b32x64x32^2 fwd": max_pool_fwd,
     "max_pool2d 2x2 b32x64x32^2 fwd+bwd": max_pool_fwd_bwd,

@@ -202,6 +202,94 @@ def test_conv_transpose_is_the_input_gradient_of_conv():
     assert_close(xt.grad, ct, rtol=1e-12, atol=1e-12)
 
 
+# The input gradient (conv_transpose) runs one of two ways: for stride 1 a convolution with the
+# flipped kernel, or one matmul and col2im's strided adds (any stride); _flip_pays picks by size.
+# Both are forced here over the whole grid, plus paddings wider than the kernel (y is cropped).
+CT_STRIDE1 = [(1, 1, 0, 1, 2), (1, 3, 0, 1, 1), (1, (0, 2), 0, (1, 2), 1), (1, (3, 1), 0, 1, 4)]
+
+
+@pytest.mark.parametrize("flip", [True, False], ids=["flipped", "columns"])
+@pytest.mark.parametrize("stride,padding,output_padding,dilation,groups", CT_GRID + CT_STRIDE1)
+def test_conv_transpose_strategies_match_loops(monkeypatch, flip, stride, padding, output_padding, dilation, groups):
+    from rtx.nn._functional import conv as C
+    monkeypatch.setattr(C, "_flip_pays", lambda *a: flip)
+    x, w, b = r(2, 4, 6, 7), r(4, 2, 3, 3), r(2 * groups)
+    y = F.conv_transpose2d(t(x), t(w), t(b), stride, padding, output_padding, groups, dilation)
+    assert_close(y, ref_conv_transpose(x, w, b, stride, padding, output_padding, groups, dilation), rtol=1e-10,
+                 atol=1e-10)
+
+
+@pytest.mark.parametrize("flip", [True, False], ids=["flipped", "columns"])
+@pytest.mark.parametrize("stride,padding,dilation,groups", [(1, 1, 1, 1), (1, 0, 2, 2), (1, (2, 0), (1, 2), 1),
+                                                            (2, 1, 1, 1), ((2, 3), (1, 2), (2, 1), 2)])
+def test_conv_input_gradient_strategies_match_loops(monkeypatch, flip, stride, padding, dilation, groups):
+    # x.grad of conv2d is the adjoint applied to the output gradient: the loop reference scatters
+    # gy through w (ref_conv_transpose, with the output_padding that restores x's size).
+    from rtx.nn._functional import conv as C
+    monkeypatch.setattr(C, "_flip_pays", lambda *a: flip)
+    x, w = r(3, 4, 9, 8), r(6, 4 // groups, 3, 2)
+    xt, wt = t(x, True), t(w, True)
+    y = F.conv2d(xt, wt, stride=stride, padding=padding, dilation=dilation, groups=groups)
+    gy = r(*y.shape)
+    y.backward(t(gy))
+    tup = lambda v: (v, v) if isinstance(v, int) else v  # noqa: E731
+    s, p, d = tup(stride), tup(padding), tup(dilation)
+    op = [n - ((m - 1) * si - 2 * pi + di * (k - 1) + 1)
+          for n, m, si, pi, di, k in zip(x.shape[2:], gy.shape[2:], s, p, d, w.shape[2:])]
+    assert_close(xt.grad, ref_conv_transpose(gy, w, None, s, p, op, groups, d), rtol=1e-10, atol=1e-10)
+    assert_close(wt.grad, _ref_weight_grad(x, gy, w.shape, s, p, d, groups), rtol=1e-10, atol=1e-10)
+
+
+def _ref_weight_grad(x, gy, wshape, s, p, d, groups):
+    """dw[o, c, k] = sum_{n, q} gy[n, o, q] * xpad[n, g*Cg + c, q*s + k*d], by loops."""
+    xp = np.pad(x, [(0, 0), (0, 0)] + [(pi, pi) for pi in p])
+    O, Cg = wshape[:2]
+    og = O // groups
+    dw = np.zeros(wshape)
+    for o, c, i, j in itertools.product(range(O), range(Cg), range(wshape[2]), range(wshape[3])):
+        g = o // og
+        win = xp[:, g * Cg + c, i * d[0]:, j * d[1]:][:, ::s[0], ::s[1]][:, :gy.shape[2], :gy.shape[3]]
+        dw[o, c, i, j] = np.sum(gy[:, o] * win)
+    return dw
+
+
+@pytest.mark.parametrize("shape,stride,padding,chunk_bytes", [((3, 16, 3, 3), 1, 1, None), ((3, 16, 5, 4), 2, 1, 2_000),
+                                                              ((5, 3, 9, 8), 1, 0, 2_000)],
+                         ids=["split-weights", "chunk-workers-s2", "chunk-workers"])
+def test_threads_split_weights_or_batch_same_values(monkeypatch, shape, stride, padding, chunk_bytes):
+    # On the CPU with several BLAS threads, thin columns (few pixels, many weights) make the
+    # threads split the weights' rows; otherwise (here: tiny chunks) they take batch chunks, the
+    # calling thread taking its share. Forced to 3 threads here.
+    from rtx.nn._functional import conv as C
+    if not C._workers(np.zeros(1)) or not C._blas["controller"]:
+        pytest.skip("threadpoolctl found no BLAS to limit")
+    monkeypatch.setattr(C, "_workers", lambda arr: 3)
+    monkeypatch.setattr(C, "_flip_pays", lambda *a: False)
+    if chunk_bytes:
+        monkeypatch.setitem(C._CHUNK_BYTES, "cpu", chunk_bytes)
+    x, w = r(*shape), r(7, shape[1], 3, 3)
+    xt, wt = t(x, True), t(w, True)
+    y = F.conv2d(xt, wt, stride=stride, padding=padding)
+    assert_close(y, ref_conv(x, w, None, stride, padding), rtol=1e-10, atol=1e-10)
+    gy = r(*y.shape)
+    y.backward(t(gy))
+    s, p = (stride, stride), (padding, padding)
+    op = [n - ((m - 1) * stride - 2 * padding + 3) for n, m in zip(x.shape[2:], gy.shape[2:])]
+    assert_close(xt.grad, ref_conv_transpose(gy, w, None, s, p, op), rtol=1e-10, atol=1e-10)
+    assert_close(wt.grad, _ref_weight_grad(x, gy, w.shape, s, p, (1, 1), 1), rtol=1e-10, atol=1e-10)
+
+
+def test_pointwise_conv_input_gradient_matches_loops():
+    # 1x1, stride 1, >= 64 pixels: the input gradient is one matmul per sample (no columns).
+    x, w = r(2, 5, 8, 9), r(3, 5, 1, 1)
+    xt = t(x, True)
+    y = F.conv2d(xt, t(w))
+    gy = r(*y.shape)
+    y.backward(t(gy))
+    assert_close(xt.grad, np.einsum("nohw,oc->nchw", gy, w[:, :, 0, 0]), rtol=1e-12, atol=1e-12)
+    assert_close(F.conv_transpose2d(t(gy), t(w)), ref_conv_transpose(gy, w), rtol=1e-10, atol=1e-10)
+
+
 # ---- gradients by finite differences, double backward ------------------------------------------
 
 GRAD_CASES = [

@@ -6,8 +6,14 @@ every receptive field without copying; one copy turns a chunk of the batch into 
 matrix (C*K rows, batch*pixels columns) and one matmul per group multiplies it with the
 weight. On the CPU a chunk holds ~32 MB of columns, and as many chunks run side by side as
 BLAS has threads, each with single-threaded BLAS (see _workers); on a GPU the batch is one
-chunk. The input gradient is computed as a convolution too (see _convT_fwd), the weight
-gradient as one matmul per chunk. Figures: packages/rtx-nn/README.md, "Performance".
+chunk. When the whole batch fits one chunk its columns are built at once, with the batch
+innermost for images a few pixels wide (see _batch_columns), and when the weights outweigh the
+columns (late layers) the threads split the weights' rows instead of the batch (see
+_split_weights). The input gradient is one matmul, w^T times the output gradient, and col2im's
+strided adds, or for stride 1 and small weights a convolution with the flipped kernel (see
+_convT_fwd); the weight gradient is one matmul per chunk. The weights are never copied except
+in that flipped case, and big temporaries live in reused per-thread buffers (see _workspace).
+Figures: packages/rtx-nn/README.md, "Performance"; ResNet-18: packages/rtx-vision/README.md.
 
 Gradients. Three primitives, each the derivative of the others, are the three partial maps of
 one trilinear form T(x, w, y) = <conv(x, w), y>:
@@ -22,7 +28,6 @@ and rounded back (NumPy has no half-precision BLAS); memory formats (channels_la
 from __future__ import annotations
 
 import itertools
-import math
 import os
 import threading
 from typing import NamedTuple
@@ -127,13 +132,39 @@ def windows(xpad, kernel, stride, dilation, out):
     return array_module(xpad).lib.stride_tricks.as_strided(xpad, shape=shape, strides=strides)
 
 
-def col2im_add(dst, cols, kernel, stride, dilation, out):
-    """dst (B, C, *padded) += the adjoint of `windows` applied to cols (B, C, *kernel, *out):
-    one strided add per kernel offset (a handful), each over a whole (B, C, *out) block."""
+def col2im_add(dst, cols, kernel, stride, dilation, out, pads=None):
+    """dst (B, C, *S) += the adjoint of `windows` applied to cols (B, C, *kernel, *out): one
+    strided add per kernel offset, each over a whole (B, C, *out) block. With pads, dst is the
+    unpadded image and contributions that fall on the padding are dropped (no padded buffer to
+    fill and crop); without, dst is the padded image itself."""
     lead = (slice(None), slice(None))
+    shape = dst.shape[2:]
+    pads = pads or ((0, 0),) * len(kernel)
     for off in itertools.product(*(range(k) for k in kernel)):
-        sl = tuple(slice(o * d, o * d + s * (n - 1) + 1, s) for o, d, s, n in zip(off, dilation, stride, out))
-        dst[lead + sl] += cols[lead + off]
+        src, dsl = [], []
+        for o, d, s, m, n, (lo, _) in zip(off, dilation, stride, out, shape, pads):
+            # window q reads padded position q*s + o*d, i.e. image position q*s + o*d - lo
+            q0 = max(0, -((o * d - lo) // s))
+            q1 = min(m, (n - 1 + lo - o * d) // s + 1)
+            if q1 <= q0:
+                break
+            p0 = q0 * s + o * d - lo
+            src.append(slice(q0, q1))
+            dsl.append(slice(p0, p0 + (q1 - q0 - 1) * s + 1, s))
+        else:
+            dst[lead + tuple(dsl)] += cols[lead + off + tuple(src)]
+
+
+def _is_identity_map(geom, in_shape, out):
+    """Whether a 1x1 convolution's windows are exactly the input pixels (stride 1, no padding)."""
+    return all(s == 1 for s in geom.stride) and not any(lo or hi for lo, hi in geom.pads) and \
+        tuple(in_shape) == tuple(out)
+
+
+# Pointwise convolutions skip im2col and run one matmul per sample when a sample has at least
+# this many pixels; below it, one matmul over the whole batch's columns is faster (the weights
+# are read once instead of once per sample).
+_POINTWISE_MIN_L = 64
 
 
 # ---- array kernels ---------------------------------------------------------------------------
@@ -144,9 +175,11 @@ _SCRATCH_KEEP = 64 << 20  # bytes per slot and thread, at most
 
 
 def _workspace(like, size, dtype, slot=0):
-    """A flat scratch array of `size` elements (slot 0: im2col columns, slot 1: the padded
-    input). On the CPU one buffer per slot and thread is kept and reused: a fresh 30 MB
-    allocation per call costs ~5 ms of page faults (measured), a sixth of the matmul it feeds.
+    """A flat scratch array of `size` elements (slot 0: columns, from im2col or for col2im;
+    slot 1: the padded input; slot 2: a matmul's result before it is transposed or summed into
+    place). On the CPU one buffer per slot and thread is kept and reused: a fresh 30 MB
+    allocation per call costs ~5 ms of page faults (measured), a sixth of the matmul it feeds;
+    on this shared machine a fault cost ~5 us (1000 faults for 4 MB of temporaries: 5 ms).
     Callers never let it escape."""
     xp = array_module(like)
     dtype = np.dtype(dtype)
@@ -157,7 +190,7 @@ def _workspace(like, size, dtype, slot=0):
         return np.empty(size, dtype=dtype)
     bufs = getattr(_scratch, "bufs", None)
     if bufs is None:
-        bufs = _scratch.bufs = [None, None]
+        bufs = _scratch.bufs = [None, None, None]
     buf = bufs[slot]
     if buf is None or buf.nbytes < nbytes:
         buf = bufs[slot] = np.empty(max(nbytes, 1 << 20), dtype=np.uint8)
@@ -205,15 +238,53 @@ def _workers(arr):
 
 
 def _run_chunks(arr, chunks, workers, fn):
-    """[fn(n0, n1) for each chunk], on `workers` threads with single-threaded BLAS."""
+    """[fn(n0, n1) for each chunk], on `workers` threads with single-threaded BLAS. The calling
+    thread works too, taking chunks from the same list as the pool's threads: on a busy machine a
+    woken pool thread may wait milliseconds for a core, longer than a chunk takes, and then the
+    caller has done its chunks instead of waiting idle (measured on ResNet-18 at batch 8 on 2
+    shared cores: the work inside pool-only regions added up to 1.0-1.2x their wall time)."""
     if workers <= 1 or len(chunks) <= 1:
         return [fn(n0, n1) for n0, n1 in chunks]
     pool = _blas["pool"]
-    if pool is None or pool._max_workers < workers:
+    if pool is None or pool._max_workers < workers - 1:
         from concurrent.futures import ThreadPoolExecutor
-        pool = _blas["pool"] = ThreadPoolExecutor(workers, thread_name_prefix="rtx-conv")
+        pool = _blas["pool"] = ThreadPoolExecutor(workers - 1, thread_name_prefix="rtx-conv")
+    results = [None] * len(chunks)
+    todo = iter(range(len(chunks)))
+    lock = threading.Lock()
+
+    def drain():
+        while True:
+            with lock:
+                i = next(todo, None)
+            if i is None:
+                return
+            results[i] = fn(*chunks[i])
+
     with _blas["controller"].limit(limits=1):
-        return list(pool.map(lambda c: fn(*c), chunks))
+        helpers = [pool.submit(drain) for _ in range(min(workers, len(chunks)) - 1)]
+        try:
+            drain()
+        finally:  # even when a chunk failed here: none may still run once this returns
+            for h in helpers:
+                h.result()
+    return results
+
+
+def _split_weights(arr, workers, g, columns, weight_cols, col_bytes):
+    """Whether the threads split the weights' rows instead of the batch. With thin columns and
+    big weights (late layers: 512x4608 weights against 32 columns, `columns` < `weight_cols`)
+    each batch chunk would stream all the weights for a sliver of columns; split by rows, each
+    thread reads its share once (measured on 2 threads: 2.5 vs 4.7 ms for that matmul). Needs
+    one group and the batch's columns within one chunk."""
+    limit = _CHUNK_BYTES.get(device_of(arr).type)
+    return workers > 1 and g == 1 and 0 < columns < weight_cols and limit is not None and col_bytes <= limit
+
+
+def _ranges(n, parts):
+    """[i0, i1) ranges cutting range(n) into `parts` near-equal pieces (empty ones dropped)."""
+    cuts = [i * n // parts for i in range(parts + 1)]
+    return [(a, b) for a, b in zip(cuts, cuts[1:]) if b > a]
 
 
 def _im2col(xpad, n0, n1, kernel, geom, out, buf):
@@ -237,6 +308,38 @@ def _batch_major(y, n0, n1, xp):
     return xp.ascontiguousarray(y[n0:n1].reshape(B, O, -1).swapaxes(0, 1)).reshape(O, -1)
 
 
+# Output widths below this put the batch innermost in the whole batch's columns (see _batch_columns).
+_BATCH_INNER_WIDTH = 8
+
+
+def _batch_columns(x, kernel, geom, out, cdt):
+    """The whole batch's columns as a (C*K, N*L) matrix in this thread's workspace, and whether
+    their columns run pixel-major, (pixel, sample), instead of _im2col's (sample, pixel). For
+    small images (4x4 or 2x2 pixels in late layers) _im2col's copy moves runs of 2-4 numbers and
+    is slow (1.2 ms for 256 channels at 4x4, batch 8, measured: 4 ns a number); with the batch
+    innermost the runs are width*N long. The caller lays the other operand out to match."""
+    N, C = x.shape[:2]
+    K, L = _prod(kernel), _prod(out)
+    buf = _workspace(x, C * K * N * L, cdt)
+    if N == 1 or out[-1] >= _BATCH_INNER_WIDTH:
+        return _im2col(pad_zeros(x, geom.pads, scratch=True), 0, N, kernel, geom, out, buf), False
+    xp, nd = array_module(x), len(kernel)
+    padded = tuple(n + lo + hi for n, (lo, hi) in zip(x.shape[2:], geom.pads))
+    xt = _workspace(x, C * _prod(padded) * N, cdt, slot=1).reshape((C,) + padded + (N,))
+    if any(lo or hi for lo, hi in geom.pads):
+        xt[...] = 0     # small: these images are a few pixels wide
+    xt[(slice(None),) + tuple(slice(lo, lo + n) for n, (lo, _) in zip(x.shape[2:], geom.pads))] = \
+        xp.moveaxis(x, 0, -1)
+    st = xt.strides
+    win = xp.lib.stride_tricks.as_strided(
+        xt, shape=(C,) + kernel + out + (N,),
+        strides=(st[0],) + tuple(st[1 + i] * geom.dilation[i] for i in range(nd)) +
+        tuple(st[1 + i] * geom.stride[i] for i in range(nd)) + (st[-1],))
+    dst = buf.reshape((C,) + kernel + out + (N,))
+    dst[...] = win
+    return dst.reshape(C * K, L * N), True
+
+
 def _conv_fwd(x, w, b, geom, out=None):
     xp = array_module(x)
     dt = x.dtype
@@ -249,11 +352,32 @@ def _conv_fwd(x, w, b, geom, out=None):
     out = _out_shape(x.shape[2:], kernel, geom) if out is None else tuple(out)
     K, L, Cg = _prod(kernel), _prod(out), C // g
     w2 = w.reshape(g, O // g, Cg * K)
-    xpad = pad_zeros(x, geom.pads, scratch=True)
-    y = xp.empty((N, O, L), dtype=cdt)
+    result = xp.empty((N, O) + out, dtype=cdt)   # owns its memory (see _convW_fwd), written through y
+    y = result.reshape(N, O, L)
     workers = _workers(x)
     chunks, B = _chunks(x, N, C * K * L * x.itemsize, workers)
     bias = None if b is None else b.reshape(O, 1)
+
+    def store(n0, n1, Y):
+        if bias is None:
+            y[n0:n1] = Y
+        else:  # the bias rides along with the transposing copy
+            xp.add(Y, bias, out=y[n0:n1])
+
+    split = _split_weights(x, workers, g, N * L, Cg * K, C * K * N * L * x.itemsize)
+    if N > 1 and (split or len(chunks) == 1):   # the whole batch in one set of columns
+        cols, inner = _batch_columns(x, kernel, geom, out, cdt)
+        cols = cols.reshape(g, Cg * K, N * L)
+        Y = _workspace(x, O * N * L, cdt, slot=2).reshape(g, O // g, N * L)
+        if split:
+            _run_chunks(x, _ranges(O, workers), workers,
+                        lambda o0, o1: xp.matmul(w2[0, o0:o1], cols[0], out=Y[0, o0:o1]))
+        else:
+            xp.matmul(w2, cols, out=Y)
+        store(0, N, Y.reshape(O, L, N).transpose(2, 0, 1) if inner else Y.reshape(O, N, L).swapaxes(0, 1))
+        return result if cdt == dt else result.astype(dt)
+
+    xpad = pad_zeros(x, geom.pads, scratch=True)
 
     def run(n0, n1):
         buf = _workspace(x, C * K * (n1 - n0) * L, cdt)
@@ -263,42 +387,24 @@ def _conv_fwd(x, w, b, geom, out=None):
             if bias is not None:
                 y[n0] += bias
         else:
-            Y = xp.matmul(w2, cols).reshape(O, n1 - n0, L).swapaxes(0, 1)
-            if bias is None:
-                y[n0:n1] = Y
-            else:  # the bias rides along with the transposing copy
-                xp.add(Y, bias, out=y[n0:n1])
+            Y = _workspace(x, O * (n1 - n0) * L, cdt, slot=2).reshape(g, O // g, (n1 - n0) * L)
+            store(n0, n1, xp.matmul(w2, cols, out=Y).reshape(O, n1 - n0, L).swapaxes(0, 1))
 
     _run_chunks(x, chunks, workers, run)
-    y = y.reshape((N, O) + out)
-    return y if cdt == dt else y.astype(dt)
-
-
-def _phases(n, m, k, s, d, lo):
-    """The transposed convolution along one axis, split by output phase: positions
-    u = q*s + rho of an n-long output (rho in [0, s)) receive y[q - m_j] * w[j] exactly for the
-    taps j with (j*d - lo - rho) % s == 0, and those m_j step by d / gcd(d, s). So each phase is
-    an ordinary stride-1 convolution of y: (rho, count, taps in descending order or None,
-    pad_lo, pad_hi (either may be negative: crop), dilation)."""
-    plans = []
-    for rho in range(s):
-        count = len(range(rho, n, s))
-        taps = [j for j in range(k) if (j * d - lo - rho) % s == 0]
-        if not count or not taps:
-            plans.append((rho, count, None, 0, 0, 1))
-            continue
-        dil = d // math.gcd(d, s)
-        first = (taps[-1] * d - lo - rho) // s          # the shift of the tap applied first
-        pad_hi = count + (len(taps) - 1) * dil - m - first
-        plans.append((rho, count, tuple(reversed(taps)), first, pad_hi, dil))
-    return plans
+    return result if cdt == dt else result.astype(dt)
 
 
 def _convT_fwd(y, w, geom, in_shape):
-    """The adjoint of _conv_fwd in x. Each output phase (one per stride offset) is a stride-1
-    convolution of y with the matching taps of the flipped, channel-swapped kernel, so its
-    matmul contracts over O * taps (col2im's contracts over O alone, which BLAS runs 2-3x
-    slower, measured) and no scatter-add pass is needed."""
+    """The adjoint of _conv_fwd in x, in one of two ways (same values):
+    - columns: per chunk of the batch one matmul per group, w^T (Cg*K, Og) @ y (Og, B*L), gives
+      the columns of the input gradient, and col2im_add sums them into place, one strided add
+      per kernel offset. The weights are only viewed transposed, never copied. Any stride.
+    - flipped: with stride 1 the adjoint is itself a stride-1 convolution of y with the flipped,
+      channel-swapped kernel. That costs a copy of the weights and an im2col of y, cheaper than
+      col2im's adds when the weights are small next to the columns (early, wide layers: 64x64x3x3
+      over 16x16 pixels, 3.7 vs 4.4 ms, measured), dearer when they are big (512x512x3x3 over
+      2x2 pixels: a 9 MB copy per call).
+    """
     xp = array_module(y)
     dt = y.dtype
     cdt = _compute_dtype(dt)
@@ -307,36 +413,101 @@ def _convT_fwd(y, w, geom, in_shape):
     N, O = y.shape[:2]
     kernel, g, out = tuple(w.shape[2:]), geom.groups, tuple(y.shape[2:])
     Cg = w.shape[1]
-    C, nd = Cg * g, len(kernel)
+    C, K, L = Cg * g, _prod(kernel), _prod(out)
     in_shape = tuple(in_shape)
-    wc = w.reshape((g, O // g, Cg) + kernel).swapaxes(1, 2).reshape((C, O // g) + kernel)
-    plans = [_phases(n, m, k, s, d, lo) for n, m, k, s, d, (lo, _) in
-             zip(in_shape, out, kernel, geom.stride, geom.dilation, geom.pads)]
-    single = all(len(p) == 1 for p in plans)
-    x = None if single else xp.empty((N, C) + in_shape, dtype=cdt)
-    for combo in itertools.product(*plans):
-        counts = tuple(c for _, c, _, _, _, _ in combo)
-        if not all(counts):
-            continue
-        dst = (slice(None), slice(None)) + tuple(slice(rho, None, s) for (rho, *_), s in zip(combo, geom.stride))
-        if any(taps is None for _, _, taps, _, _, _ in combo):
-            x[dst] = 0
-            continue
-        wsub, ysub, pads = wc, y, []
-        for i, (_, _, taps, lo, hi, _) in enumerate(combo):
-            wsub = xp.take(wsub, xp.asarray(taps), axis=2 + i) if taps != tuple(range(kernel[i] - 1, -1, -1)) \
-                else wsub[(slice(None),) * (2 + i) + (slice(None, None, -1),)]
-            m = ysub.shape[2 + i]
-            a, b = max(-lo, 0), m - max(-hi, 0)   # negative pads crop y instead
-            if a or b != m:
-                ysub = ysub[(slice(None),) * (2 + i) + (slice(a, b),)]
-            pads.append((max(lo, 0), max(hi, 0)))
-        sub = _conv_fwd(ysub, wsub, None, _Geom((1,) * nd, tuple(pads), tuple(c[5] for c in combo), g), counts)
-        if single:
-            x = sub
-        else:
-            x[dst] = sub
+    wT = w.reshape(g, O // g, Cg * K).swapaxes(1, 2)          # (g, Cg*K, Og), a view
+    if K == 1 and g == 1 and L >= _POINTWISE_MIN_L and _is_identity_map(geom, in_shape, out):
+        # A pointwise convolution: x[n] = w^T @ y[n], no columns and no transposes.
+        x = xp.empty((N, C) + in_shape, dtype=cdt)
+        xp.matmul(wT[0], y.reshape(N, O, L), out=x.reshape(N, C, L))
+    elif K > 1 and all(s == 1 for s in geom.stride) and _flip_pays(w.size, C * K * N * L):
+        x = _convT_flipped(y, w, geom, in_shape)
+    else:
+        x = _convT_columns(y, wT, kernel, geom, in_shape, cdt)
     return x if cdt == dt else x.astype(dt)
+
+
+def _convT_columns(y, wT, kernel, geom, in_shape, cdt):
+    """_convT_fwd's columns way. The whole batch at once where it fits one chunk (or the threads
+    split the weights, see _split_weights), with the batch innermost for narrow outputs as in
+    _batch_columns (col2im's adds then run width*N numbers at a time, not 2-4); else chunk by
+    chunk of the batch."""
+    xp = array_module(y)
+    N, O = y.shape[:2]
+    g, CgK, Og = wT.shape
+    out, nd = tuple(y.shape[2:]), len(kernel)
+    K, L = _prod(kernel), _prod(out)
+    C = g * CgK // K
+    workers = _workers(y)
+    chunks, _ = _chunks(y, N, C * K * L * y.itemsize, workers)
+    split = _split_weights(y, workers, g, N * L, C * K, C * K * N * L * y.itemsize)
+    # cols (C, *kernel, B, *out) seen as (C, B, *kernel, *out), to match x[n0:n1] seen as (C, B, ...)
+    perm = (0, 1 + nd) + tuple(range(1, 1 + nd)) + tuple(range(2 + nd, 2 + 2 * nd))
+    args = (kernel, geom.stride, geom.dilation, out, geom.pads)
+
+    if N > 1 and (split or len(chunks) == 1):
+        inner = out[-1] < _BATCH_INNER_WIDTH
+        y3 = y.reshape(N, O, L)
+        yb = xp.ascontiguousarray(y3.transpose(1, 2, 0) if inner else y3.swapaxes(0, 1)).reshape(g, Og, N * L)
+        cols = _workspace(y, C * K * N * L, cdt).reshape(g, CgK, N * L)
+        if inner:   # x built as (C, *S, N), seen as (C, N, *S); cols (C, *kernel, *out, N) likewise
+            xt = _workspace(y, C * _prod(in_shape) * N, cdt, slot=1).reshape((C,) + in_shape + (N,))
+            xt[...] = 0
+            dst = xp.moveaxis(xt, -1, 1)
+            colv = xp.moveaxis(cols.reshape((C,) + kernel + out + (N,)), -1, 1)
+        else:
+            x = xp.zeros((N, C) + in_shape, dtype=cdt)
+            dst = x.swapaxes(0, 1)
+            colv = cols.reshape((C,) + kernel + (N,) + out).transpose(perm)
+
+        def rows(c0, c1):  # channels c0:c1, i.e. rows c0*K:c1*K of the columns
+            xp.matmul(wT[0, c0 * K:c1 * K], yb[0], out=cols[0, c0 * K:c1 * K])
+            col2im_add(dst[c0:c1], colv[c0:c1], *args)
+
+        if split:
+            _run_chunks(y, _ranges(C, workers), workers, rows)
+        else:
+            xp.matmul(wT, yb, out=cols)
+            col2im_add(dst, colv, *args)
+        if inner:
+            x = xp.empty((N, C) + in_shape, dtype=cdt)
+            x[...] = xp.moveaxis(xt, -1, 0)
+        return x
+
+    x = xp.zeros((N, C) + in_shape, dtype=cdt)
+
+    def run(n0, n1):
+        B = n1 - n0
+        yb = _batch_major(y, n0, n1, xp).reshape(g, Og, B * L)
+        cols = xp.matmul(wT, yb, out=_workspace(y, C * K * B * L, cdt).reshape(g, CgK, B * L))
+        col2im_add(x[n0:n1].swapaxes(0, 1), cols.reshape((C,) + kernel + (B,) + out).transpose(perm), *args)
+
+    _run_chunks(y, chunks, workers, run)
+    return x
+
+
+def _flip_pays(weight_size, cols_size):
+    """Whether _convT_fwd takes the flipped-kernel convolution (see there): when the weights
+    it copies are fewer than the columns col2im would add up."""
+    return weight_size < cols_size
+
+
+def _convT_flipped(y, w, geom, in_shape):
+    """_convT_fwd for stride 1 as a convolution: x[c, u] = sum_{o, j} w[o, c, j] y[o, u + lo - j*d],
+    i.e. y padded by d*(k-1) - lo below and d*(k-1) - hi above (a negative pad crops y), convolved
+    with w flipped in space and with its in/out channels swapped within each group."""
+    xp = array_module(y)
+    O, Cg = w.shape[:2]
+    kernel, g, nd = tuple(w.shape[2:]), geom.groups, w.ndim - 2
+    flip = (slice(None),) * 3 + (slice(None, None, -1),) * nd
+    wc = xp.ascontiguousarray(w.reshape((g, O // g, Cg) + kernel).swapaxes(1, 2)[flip])
+    wc = wc.reshape((g * Cg, O // g) + kernel)
+    pads, crop_y = [], [slice(None), slice(None)]
+    for n, m, k, d, (lo, _) in zip(in_shape, y.shape[2:], kernel, geom.dilation, geom.pads):
+        plo, phi = d * (k - 1) - lo, n - m + lo     # phi: the padding that makes the output n long
+        crop_y.append(slice(max(-plo, 0), m - max(-phi, 0)))
+        pads.append((max(plo, 0), max(phi, 0)))
+    return _conv_fwd(y[tuple(crop_y)], wc, None, _Geom((1,) * nd, tuple(pads), geom.dilation, g), in_shape)
 
 
 def _convW_fwd(x, y, geom, kernel):
@@ -350,7 +521,6 @@ def _convW_fwd(x, y, geom, kernel):
     O, g, out = y.shape[1], geom.groups, tuple(y.shape[2:])
     kernel = tuple(kernel)
     Cg, K, L = C // g, _prod(kernel), _prod(out)
-    xpad = pad_zeros(x, geom.pads, scratch=True)
     # dw^T = cols (Cg*K, B*L) @ y^T (B*L, Og): the long axis is the contraction and the thin Og
     # the output width, which BLAS runs faster than y @ cols^T (measured 26 vs 35 ms).
     workers = _workers(x)
@@ -360,17 +530,48 @@ def _convW_fwd(x, y, geom, kernel):
     # transposing a (Cg*K, Og) result costs more than the matmul (measured: 4608x512 from 32 columns,
     # 16 ms copy vs 1.2 ms matmul); then y @ cols^T writes dw in its own layout.
     direct = B * L < Cg * K
+    # gw owns its memory: autograd copies a view before making it a leaf's .grad (a 9 MB copy
+    # per 512x512x3x3 layer), so the matmuls write into it through gv.
+    gw = xp.empty((O, Cg) + kernel, dtype=cdt)
+    gv = gw.reshape(g, O // g, Cg * K)
+
+    split = direct and _split_weights(x, workers, g, N * L, Cg * K, C * K * N * L * x.itemsize)
+    if N > 1 and (split or len(chunks) == 1):   # the whole batch in one set of columns
+        cols, inner = _batch_columns(x, kernel, geom, out, cdt)
+        cols = cols.reshape(g, Cg * K, N * L)
+        y3 = y.reshape(N, O, L)
+        yb = xp.ascontiguousarray(y3.transpose(1, 2, 0) if inner else y3.swapaxes(0, 1)).reshape(g, O // g, N * L)
+        if split:
+            _run_chunks(x, _ranges(O, workers), workers,
+                        lambda o0, o1: xp.matmul(yb[0, o0:o1], cols[0].T, out=gv[0, o0:o1]))
+        elif direct:
+            xp.matmul(yb, cols.swapaxes(1, 2), out=gv)
+        else:
+            part = _workspace(x, O * Cg * K, cdt, slot=2).reshape(g, Cg * K, O // g)
+            gv[...] = xp.matmul(cols, yb.swapaxes(1, 2), out=part).swapaxes(1, 2)
+        return gw if cdt == dt else gw.astype(dt)
+
+    xpad = pad_zeros(x, geom.pads, scratch=True)
 
     def run(n0, n1):
         buf = _workspace(x, C * K * (n1 - n0) * L, cdt)
         cols = _im2col(xpad, n0, n1, kernel, geom, out, buf).reshape(g, Cg * K, -1)
         yb = _batch_major(y, n0, n1, xp).reshape(g, O // g, -1)
-        return xp.matmul(yb, cols.swapaxes(1, 2)) if direct else xp.matmul(cols, yb.swapaxes(1, 2))
+        if direct:  # the first chunk writes gw itself, the others are added to it
+            return xp.matmul(yb, cols.swapaxes(1, 2), out=gv if n0 == 0 else None)
+        return xp.matmul(cols, yb.swapaxes(1, 2))
 
-    acc = xp.zeros((g, O // g, Cg * K) if direct else (g, Cg * K, O // g), dtype=cdt)
-    for part in _run_chunks(x, chunks, workers, run):
-        acc += part
-    gw = (acc if direct else xp.ascontiguousarray(acc.swapaxes(1, 2))).reshape((O, Cg) + kernel)
+    parts = _run_chunks(x, chunks, workers, run)
+    if not parts:  # an empty batch
+        gw[...] = 0
+    elif direct:
+        for part in parts[1:]:
+            gv += part
+    else:  # summed into the first part, then transposed into gw
+        acc = parts[0]
+        for part in parts[1:]:
+            acc += part
+        gv[...] = acc.swapaxes(1, 2)
     return gw if cdt == dt else gw.astype(dt)
 
 
@@ -459,10 +660,9 @@ class Col2Im(Primitive):
         N = a.shape[0]
         C = a.shape[1] // _prod(kernel)
         out = _out_shape(in_shape, kernel, geom)
-        padded = tuple(n + lo + hi for n, (lo, hi) in zip(in_shape, geom.pads))
-        xpad = array_module(a).zeros((N, C) + padded, dtype=a.dtype)
-        col2im_add(xpad, a.reshape((N, C) + tuple(kernel) + out), kernel, geom.stride, geom.dilation, out)
-        return crop(xpad, geom.pads, tuple(in_shape))
+        x = array_module(a).zeros((N, C) + tuple(in_shape), dtype=a.dtype)
+        col2im_add(x, a.reshape((N, C) + tuple(kernel) + out), kernel, geom.stride, geom.dilation, out, geom.pads)
+        return x
 
     @staticmethod
     def backward(ctx, grad):

@@ -18,6 +18,7 @@ import numbers
 
 import numpy as np
 
+from rtx._tensor import autocast_state as _autocast
 from rtx._tensor.function import Primitive
 from rtx._tensor.ops._util import cast, sum_to
 from rtx._tensor.tensor import Tensor
@@ -86,13 +87,11 @@ class NativeBatchNorm(Primitive):
         x, w = ctx.saved_tensors
         nx, nw, nb = ctx.needs_input_grad
         axes = ctx.axes
-        if _state.enabled:
-            # Recorded: the statistics as functions of x, so second derivatives are right.
-            xc = x - x.mean(axes, keepdim=True)
-            rstd = ((xc * xc).mean(axes, keepdim=True) + ctx.eps).rsqrt()
-        else:
-            rstd = Tensor._make(ctx.rstd)
-            xc = x - Tensor._make(ctx.mean)
+        if not _state.enabled:
+            return _batch_norm_backward(g._data, x._data, _arr(w), ctx.mean, ctx.rstd, axes, ctx.b_shape, nx, nw, nb)
+        # Recorded: the statistics as functions of x, so second derivatives are right.
+        xc = x - x.mean(axes, keepdim=True)
+        rstd = ((xc * xc).mean(axes, keepdim=True) + ctx.eps).rsqrt()
         xhat = xc * rstd
         gx = gw = gb = None
         if nx:
@@ -103,6 +102,44 @@ class NativeBatchNorm(Primitive):
         if nb:
             gb = sum_to(g, ctx.b_shape)
         return gx, gw, gb
+
+
+def _batch_norm_backward(g, x, w, mean, rstd, axes, b_shape, nx, nw, nb):
+    """NativeBatchNorm's backward on arrays (nothing recorded), the recorded formulas rearranged:
+    with xc = x - mean, M values per statistic and a = rstd * w,
+        gx = a * g - a * sum(g) / M - xc * (a * rstd**2 * sum(g * xc) / M)
+        gw = sum(g * xc * rstd),  gb = sum(g)
+    in a few whole-array passes and two temporaries (the Tensor version takes ~14 passes and
+    as many temporaries: 23 of a ResNet-18 training step's ~225 ms on the CPU, measured)."""
+    dt = g.dtype
+    cdt = np.float32 if dt.itemsize < 4 else dt     # float16/bfloat16: sums in float32
+    g, x = g.astype(cdt, copy=False), x.astype(cdt, copy=False)
+    mean, rstd = mean.astype(cdt, copy=False), rstd.astype(cdt, copy=False)
+    M = x.size // mean.size
+    xc = x - mean
+    t = np.multiply(g, xc)
+    sum_gxc = t.sum(axis=axes, keepdims=True)
+    sum_g = g.sum(axis=axes, keepdims=True)
+    gx = gw = gb = None
+    if nx:
+        a = rstd if w is None else rstd * w.astype(cdt, copy=False)
+        np.multiply(g, a, out=t)
+        np.multiply(xc, a * rstd * rstd * sum_gxc / M, out=xc)
+        t -= xc
+        t -= a * sum_g / M
+        gx = Tensor._make(t.astype(dt, copy=False))
+    if nw:
+        gw = Tensor._make(_sum_to(sum_gxc * rstd, w.shape).astype(dt, copy=False))
+    if nb:
+        gb = Tensor._make(_sum_to(sum_g, b_shape).astype(dt, copy=False))
+    return gx, gw, gb
+
+
+def _sum_to(a, shape):
+    """a (keepdims statistics shape) summed down to the broadcastable `shape` of w or b."""
+    lead = a.ndim - len(shape)
+    axes = tuple(range(lead)) + tuple(i + lead for i, n in enumerate(shape) if n == 1 and a.shape[i + lead] != 1)
+    return a.sum(axis=axes, keepdims=True).reshape(shape) if axes else a.reshape(shape)
 
 
 def _update_running(running, batch_stat, momentum):
@@ -300,6 +337,8 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-05):
     """Normalise over the trailing dims given by normalized_shape (biased variance), then
     apply the elementwise weight and bias when given."""
     _check(input, "layer_norm")
+    if _autocast.active:  # on CUDA autocast's float32 list
+        input, weight, bias = _autocast.fp32("layer_norm", input, weight, bias)
     ns = _normalized_shape(normalized_shape, input, "layer_norm")
     _check_param_shape(weight, ns, "weight")
     _check_param_shape(bias, ns, "bias")
@@ -321,6 +360,8 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-05):
     """Normalise each sample over groups of channels (and the spatial dims), then a
     per-channel affine."""
     _check(input, "group_norm")
+    if _autocast.active:  # on CUDA autocast's float32 list
+        input, weight, bias = _autocast.fp32("group_norm", input, weight, bias)
     if input.ndim < 2:
         raise RuntimeError(f"Expected at least 2 dimensions for input tensor but received {input.ndim}")
     shape = tuple(input.shape)
