@@ -35,14 +35,18 @@ def activation_ranges(model, names, batches, *, method="minmax", percentile=99.9
     lo = {n: np.inf for n in names}
     hi = {n: -np.inf for n in names}
     samples = {n: [] for n in names}
-    seen = 0
+    seen = rows = 0
     with rtx.no_grad():
         for batch in batches:
             seen += 1
+            rows += len(batch[0]) if batch and np.ndim(batch[0]) else 1
             values = module(*[rtx.from_numpy(np.ascontiguousarray(b)) for b in batch])
             values = values if isinstance(values, tuple) else (values,)
             for name, value in zip(names, values):
                 v = value.detach().cpu().numpy().ravel()
+                if not np.isfinite(v).all():  # Python's min/max skip NaN: it would calibrate on the rest
+                    raise ValueError(f"calibration produced NaN/inf in tensor {name!r}: the calibration data (or "
+                                     "the model on it) has non-finite values")
                 if method == "minmax":
                     lo[name] = min(lo[name], float(v.min(initial=np.inf)))
                     hi[name] = max(hi[name], float(v.max(initial=-np.inf)))
@@ -52,6 +56,8 @@ def activation_ranges(model, names, batches, *, method="minmax", percentile=99.9
                     samples[name].append(v)
     if seen == 0:
         raise ValueError("calibration_data yielded no batch")
+    if rows == 0:
+        raise ValueError(f"calibration_data has no samples: its {seen} batch(es) have 0 rows")
     if method == "percentile":
         for name in names:
             v = np.concatenate(samples[name])

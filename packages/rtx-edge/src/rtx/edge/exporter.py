@@ -14,7 +14,7 @@ from rtx.edge import report as _report
 from rtx.edge.calibrate import METHODS, activation_ranges
 from rtx.edge.fp16 import to_fp16_storage
 from rtx.edge.quantize import activation_tensors, fold_batchnorm, quantize_model
-from rtx.edge.runtime import Session
+from rtx.edge.runtime import Session, UnsupportedOpError, check_supported
 
 QUANTIZE_MODES = ("int8", "fp16", None)
 OPSETS = range(13, 21)  # per-axis DequantizeLinear needs 13; rtx.onnx.export writes up to 20
@@ -93,8 +93,27 @@ def _float_outputs(model, inputs):
     else:
         with rtx.no_grad():
             out = model(*[rtx.from_numpy(x) for x in inputs])
-    out = out if isinstance(out, (tuple, list)) else (out,)
-    return [_array(o, "model output") for o in out]
+    return [_array(o, "model output") for o in _flatten(out)]
+
+
+def _flatten(out):
+    """A model's outputs as a flat list, in the order rtx.onnx.export writes them (an LSTM returns
+    (output, (h, c)))."""
+    if isinstance(out, (tuple, list)):
+        return [leaf for o in out for leaf in _flatten(o)]
+    return [out]
+
+
+def _check_float32(model, quantize):
+    """int8 and fp16 rewrite float32 tensors: a float64 model would come out unchanged (fp16) or invalid
+    (int8: QuantizeLinear takes no double input, so onnxruntime refuses the file)."""
+    g = model.graph
+    doubles = [t.name for t in g.initializer if t.data_type == onnx.TensorProto.DOUBLE]
+    doubles += [i.name for i in g.input if i.type.tensor_type.elem_type == onnx.TensorProto.DOUBLE]
+    if doubles:
+        raise ValueError(f"quantize={quantize!r} converts float32 models; this one has float64 tensors "
+                         f"{doubles[:4]}{' ...' if len(doubles) > 4 else ''}: call model.float() (and pass float32 "
+                         "examples) first, or export it with quantize=None")
 
 
 def _check_args(quantize, calibration_data, per_channel, opset, calibration, percentile, path):
@@ -157,6 +176,13 @@ def export(model, example, path, *, quantize="int8", calibration_data=None, eval
     else:
         raise TypeError(f"model must be an rtx nn.Module or an onnx.ModelProto, got {type(model).__name__}")
 
+    try:   # before calibrating or writing anything: the file must run on the edge runtime
+        check_supported(float_model)
+    except UnsupportedOpError as e:
+        raise UnsupportedOpError(f"rtx.edge.export: nothing was written: {e}. For onnxruntime, export the model "
+                                 "with rtx.onnx.export instead") from None
+    if quantize in ("int8", "fp16"):
+        _check_float32(float_model, quantize)
     if quantize == "int8":
         folded = fold_batchnorm(float_model)  # BatchNorm scales go into the conv weights before they are rounded
         names = activation_tensors(folded)
@@ -181,6 +207,8 @@ def export(model, example, path, *, quantize="int8", calibration_data=None, eval
     if eval_data is not None:
         x, y = _eval_split(eval_data, len(examples))
         x = _inputs_like(x, examples, "eval_data")
+        if len(x[0]) == 0:
+            raise ValueError("eval_data has no samples (0 rows): pass some, or eval_data=None to skip the comparison")
         step = 512 if dynamic_batch or isinstance(model, onnx.ModelProto) else len(examples[0])
         if len(x[0]) % step and step != 512:
             raise ValueError(f"eval_data: with dynamic_batch=False the model takes batches of {step} (the example's "

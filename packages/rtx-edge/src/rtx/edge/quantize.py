@@ -23,6 +23,8 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 QUANTIZED_OPS = ("Conv", "Gemm", "MatMul")
+_TINY = np.finfo(np.float32).tiny   # the smallest normal float32: scales below it are treated as 0
+_INT32_MAX = 2**31 - 1
 
 
 def _float_initializers(graph):
@@ -146,18 +148,36 @@ def fold_batchnorm(model):
     return model
 
 
-def quantize_weight(w, axis=None):
+def quantize_weight(w, axis=None, min_scale=None):
     """Symmetric int8: q = round(w / scale) in [-127, 127], scale = max|w| / 127 per channel of `axis`
-    (None: one scale for the tensor). Returns (q, scale); an all-zero channel gets scale 1."""
+    (None: one scale for the tensor), raised to `min_scale` (broadcastable to the scale) where that is
+    larger. Returns (q, scale); an all-zero channel gets scale 1."""
     w = np.asarray(w, np.float32)
     if axis is None:
         amax = np.abs(w).max(initial=0.0)
     else:
         amax = np.abs(w).max(axis=tuple(i for i in range(w.ndim) if i != axis), initial=0.0)
-    scale = np.where(amax > 0, amax / 127.0, 1.0).astype(np.float32)
+    scale = (amax / np.float32(127.0)).astype(np.float32)
+    # a channel whose scale is 0 or a denormal (all-zero, or |w| < 1.5e-36) gets scale 1: its weights
+    # round to 0, an error below 1e-36, where a zero scale would put inf/NaN into every runtime's math
+    scale = np.where(scale >= _TINY, scale, np.float32(1.0)).astype(np.float32)
+    if min_scale is not None:
+        scale = np.maximum(scale, np.asarray(min_scale, np.float32)).astype(np.float32)
     shape = [-1 if i == axis else 1 for i in range(w.ndim)] if axis is not None else []
     q = np.clip(np.rint(w / scale.reshape(shape)), -127, 127).astype(np.int8)
     return q, scale
+
+
+def _bias_min_weight_scale(bias, x_scale, per_tensor):
+    """The smallest weight scale whose int32 bias fits: the bias is stored as round(bias / (x_scale *
+    w_scale)), and a tiny input range (a nearly constant activation) makes that pass 2**31, where
+    clipping would silently replace the bias by a much smaller one (and onnxruntime, which fuses the
+    op into its integer kernel, quantizes a float bias the same way). As onnxruntime's quantizer does,
+    the weight scale of such a channel is raised instead: its weights get coarser, but they multiply
+    an input that hardly varies. The bias scale must also stay a normal float32 (not 0)."""
+    x = float(x_scale)
+    need = np.maximum(np.abs(bias.astype(np.float64)) / (x * _INT32_MAX), _TINY / x) * (1 + 1e-5)
+    return need.max() if per_tensor else need
 
 
 def activation_params(lo, hi, symmetric=False):
@@ -167,14 +187,16 @@ def activation_params(lo, hi, symmetric=False):
     lo, hi = min(float(lo), 0.0), max(float(hi), 0.0)
     if not (np.isfinite(lo) and np.isfinite(hi)):
         raise ValueError(f"calibrated range [{lo}, {hi}] is not finite: the calibration data produced inf/NaN")
-    if symmetric:
-        scale = max(-lo, hi) / 127.0
-        return np.float32(scale if scale > 0 else 1.0), np.int8(0)
-    scale = (hi - lo) / 255.0
-    if scale == 0:
+    # The scale is decided in float32, the type the file stores: a range so narrow that its scale is 0
+    # or a denormal there (a constant activation, all zeros) gets scale 1 and zero point 0: 0 stays
+    # exact and the few values around it round to 0, where a zero scale would divide by zero.
+    scale = np.float32(max(-lo, hi) / 127.0 if symmetric else (hi - lo) / 255.0)
+    if not scale >= _TINY:
         return np.float32(1.0), np.int8(0)
-    zero_point = int(np.clip(np.rint(-128 - lo / scale), -128, 127))
-    return np.float32(scale), np.int8(zero_point)
+    if symmetric:
+        return scale, np.int8(0)
+    zero_point = int(np.clip(np.rint(-128 - lo / float(scale)), -128, 127))
+    return scale, np.int8(zero_point)
 
 
 class _Names:
@@ -235,13 +257,16 @@ def quantize_model(model, ranges, *, per_channel=True, symmetric_activations=Fal
         if node.op_type in QUANTIZED_OPS:
             weight, axis = _weight_of(node, weights)
             if weight:
-                q, w_scale = quantize_weight(weights[weight], axis if per_channel else None)
-                inputs[1] = dequantize(weight, q, w_scale, axis)
                 x_scale = act.get(inputs[0])
-                if x_scale is not None and _bias_is_foldable(node, weights, q.shape[axis]):
+                fold_bias = x_scale is not None and _bias_is_foldable(node, weights, weights[weight].shape[axis])
+                min_scale = (_bias_min_weight_scale(weights[inputs[2]], x_scale, not per_channel) if fold_bias
+                             else None)
+                q, w_scale = quantize_weight(weights[weight], axis if per_channel else None, min_scale)
+                inputs[1] = dequantize(weight, q, w_scale, axis)
+                if fold_bias:
                     bias = weights[inputs[2]]
                     b_scale = (x_scale * np.broadcast_to(w_scale, bias.shape)).astype(np.float32)
-                    b_q = np.clip(np.rint(bias / b_scale), -2**31, 2**31 - 1).astype(np.int32)
+                    b_q = np.clip(np.rint(bias.astype(np.float64) / b_scale), -_INT32_MAX, _INT32_MAX).astype(np.int32)
                     inputs[2] = dequantize(inputs[2], b_q, b_scale, 0, with_zero_point=False)
         inputs = [renamed.get(x, x) for x in inputs]
         nodes.append(helper.make_node(node.op_type, inputs, list(node.output), name=node.name or None,

@@ -105,7 +105,7 @@ def _softmax(x, attrs, opset, op_type):
     x = x[0]
     if opset < 13:  # opsets 1-12 flatten to 2-D at `axis` (default 1) and normalise each row
         axis = attrs.get("axis", 1) % max(x.ndim, 1)
-        flat = x.reshape(int(np.prod(x.shape[:axis])), -1)
+        flat = x.reshape(int(np.prod(x.shape[:axis])), int(np.prod(x.shape[axis:])))  # not -1: 0 rows
         return [_softmax([flat], {"axis": 1}, 13, op_type)[0].reshape(x.shape)]
     axis = attrs.get("axis", -1)
     e = np.exp(x - x.max(axis=axis, keepdims=True))
@@ -140,7 +140,7 @@ def _flatten(x, attrs, opset, op_type):
     x = x[0]
     axis = attrs.get("axis", 1)
     axis = axis + x.ndim if axis < 0 else axis
-    return [x.reshape(int(np.prod(x.shape[:axis])), -1)]
+    return [x.reshape(int(np.prod(x.shape[:axis])), int(np.prod(x.shape[axis:])))]  # not -1: an empty batch
 
 
 @_op("Reshape")
@@ -255,7 +255,7 @@ def _conv(x, w, b, attrs):
     ys = []
     for g in range(group):
         # (N, *out, Cg, *k): every output position's receptive field as one row of the im2col matrix
-        cols = np.moveaxis(win[:, g * cg:(g + 1) * cg], 1, 1 + nd).reshape(n * spatial, -1)
+        cols = np.moveaxis(win[:, g * cg:(g + 1) * cg], 1, 1 + nd).reshape(n * spatial, cg * int(np.prod(kernel)))
         ys.append(cols @ w[g * mg:(g + 1) * mg].reshape(mg, -1).T)
     y = ys[0] if group == 1 else np.concatenate(ys, axis=1)
     y = np.moveaxis(y.reshape(n, *out, m), -1, 1)
@@ -439,6 +439,20 @@ def _load(model):
     raise TypeError(f"Session expects a path, bytes or an onnx.ModelProto, got {type(model).__name__}")
 
 
+def check_supported(model):
+    """Raise UnsupportedOpError naming every op of `model` (an onnx.ModelProto) this runtime cannot run."""
+    graph = model.graph
+    unsupported = sorted({f"{n.domain}::{n.op_type}" if n.domain not in ("", "ai.onnx") else n.op_type
+                          for n in graph.node if n.domain not in ("", "ai.onnx") or n.op_type not in OPS})
+    if unsupported:
+        raise UnsupportedOpError(f"the rtx edge runtime does not support op(s) {', '.join(unsupported)}; "
+                                 f"supported (default ONNX domain): {', '.join(supported_ops())}")
+    for n in graph.node:
+        if n.op_type == "MaxPool" and len(n.output) > 1 and n.output[1]:
+            raise UnsupportedOpError(f"MaxPool node {n.name!r} asks for its optional Indices output, "
+                                     "which the rtx edge runtime does not compute")
+
+
 def _value_info(vi):
     t = vi.type.tensor_type
     shape = None
@@ -459,15 +473,7 @@ class Session:
         for imp in model.opset_import:
             if imp.domain in ("", "ai.onnx"):
                 self.opset = imp.version
-        unsupported = sorted({f"{n.domain}::{n.op_type}" if n.domain not in ("", "ai.onnx") else n.op_type
-                              for n in graph.node if n.domain not in ("", "ai.onnx") or n.op_type not in OPS})
-        if unsupported:
-            raise UnsupportedOpError(f"the rtx edge runtime does not support op(s) {', '.join(unsupported)}; "
-                                     f"supported (default ONNX domain): {', '.join(supported_ops())}")
-        for n in graph.node:
-            if n.op_type == "MaxPool" and len(n.output) > 1 and n.output[1]:
-                raise UnsupportedOpError(f"MaxPool node {n.name!r} asks for its optional Indices output, "
-                                         "which the rtx edge runtime does not compute")
+        check_supported(model)
         self._consts = {init.name: numpy_helper.to_array(init) for init in graph.initializer}
         self._inputs = [_value_info(vi) for vi in graph.input if vi.name not in self._consts]
         self._outputs = [_value_info(vi)[0] for vi in graph.output]

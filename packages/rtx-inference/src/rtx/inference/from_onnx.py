@@ -309,9 +309,16 @@ class _Lowering:
         return True
 
     def _Softmax(self, node, attrs):
-        if self.opset < 13 or not self.is_float(node.input[0]):
+        if not self.is_float(node.input[0]):
             return False
-        self.emit(node, "Softmax", [node.input[0]], axis=attrs.get("axis", -1), log=node.op_type == "LogSoftmax")
+        if self.opset < 13:   # before opset 13: over the input flattened to 2-D at `axis` (default 1)
+            r, axis = self.rank(node.input[0]), attrs.get("axis", 1)
+            if r is None:
+                return False
+            axis = tuple(range(axis + r if axis < 0 else axis, r))
+        else:
+            axis = attrs.get("axis", -1)
+        self.emit(node, "Softmax", [node.input[0]], axis=axis, log=node.op_type == "LogSoftmax")
         return True
 
     _LogSoftmax = _Softmax

@@ -257,7 +257,7 @@ def build_conv(op, ctx):
             out = xp.empty((N, O) + tuple(out_sp), dtype=a.dtype)
             if out_k is not None:
                 B[out_k] = out
-        out3 = out.reshape(N, O, -1)
+        out3 = out.reshape(N, O, math.prod(out_sp))   # not -1: a batch of 0 rows has no size to infer
         if ws is None:   # a 1x1 convolution of one image is one GEMM on the input itself
             xp.matmul(w3, a.reshape(g, a.shape[1] // g, -1), out=out3.reshape(g, O // g, -1))
         else:
@@ -326,6 +326,8 @@ def build_softmax(op, ctx):
     axis, log = op.attrs["axis"], op.attrs.get("log", False)
 
     def f(a, out=None):
+        if a.size == 0:   # an empty batch: nothing to normalise (max() of an empty axis raises)
+            return xp.empty_like(a) if out is None else out
         out = xp.subtract(a, a.max(axis=axis, keepdims=True), out=out)
         if log:
             out -= xp.log(xp.exp(out).sum(axis=axis, keepdims=True))

@@ -4,10 +4,10 @@ dequantize.
 NumPy (and CuPy without cuBLASLt) has no integer GEMM, but a float GEMM over the integer
 values is exact as long as every partial sum is an integer the float type represents: with
 |a| <= A and |w| <= W over K products, every partial sum is at most K*A*W, so float32 (24-bit
-mantissa) is exact while K*A*W < 2**24, float64 while K*A*W < 2**53. `acc_dtype` picks the
-smaller one that is exact, from the actual weights and the activation's integer range; the
-result is then the int32 accumulator, bit for bit (tests/test_int8.py checks against
-np.int32 matmul).
+mantissa) is exact while K*A*W < 2**24, float64 while K*A*W < 2**53. `acc_dtype` (the
+workspace's one rule, rtx.kernel.gemm_dtype) picks the smaller one that is exact, from the
+actual weights and the activation's integer range; the result is then the int32 accumulator,
+bit for bit (tests/test_int8.py checks against np.int32 matmul).
 
 Outputs: "int32" (MatMulInteger/ConvInteger), "float" (a QDQ pattern: acc * x_scale * w_scale
 + bias), "requant" (that float, quantized by the QuantizeLinear that followed it) or "quant"
@@ -19,19 +19,16 @@ from __future__ import annotations
 import numpy as np
 
 from rtx.inference.kernels import OWNING, ConvWorkspace, builder
+from rtx.kernel.int_gemm import gemm_dtype
 
 INT_RANGES = {"uint8": (0, 255), "int8": (-128, 127), "uint16": (0, 65535), "int16": (-32768, 32767)}
 
 
 def acc_dtype(k, a_max, w_max):
-    """float32 when every partial sum of k products |a| <= a_max, |w| <= w_max is exact in it."""
-    bound = int(k) * int(a_max) * int(w_max)
-    if bound < 2 ** 24:
-        return np.dtype(np.float32)
-    if bound < 2 ** 53:
-        return np.dtype(np.float64)
-    raise ValueError(f"an integer matmul with K={k}, |a| <= {a_max}, |w| <= {w_max} may overflow float64's "
-                     "exact integers")
+    """float32 when every partial sum of k products |a| <= a_max, |w| <= w_max is exact in it, else
+    float64; ValueError past float64's exact integers. The rule lives in rtx.kernel.gemm_dtype,
+    shared with rtx.compress's quantized layers."""
+    return gemm_dtype(k, a_max, w_max)
 
 
 def centered_max(dtype, zp):

@@ -141,7 +141,7 @@ class InferenceSession:
         if type(feed) is not dict:
             if not isinstance(feed, dict):
                 raise TypeError(f"feed must be a dict {{input name: array}}, got {type(feed).__name__}")
-        if len(feed) != len(self._inputs) or any(k not in self._inputs for k in feed):
+        if feed.keys() != self._inputs.keys():   # set equality, in C
             expected = list(self._inputs)
             for k in feed:
                 if k not in self._inputs:
