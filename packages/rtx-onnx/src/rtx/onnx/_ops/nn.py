@@ -233,7 +233,7 @@ def _window_counts(in_shape, out, kernel, strides, dil, pb, pe, include_pad):
             shape = [1] * (2 + 2 * nd)
             shape[2 + i], shape[2 + nd + i] = out[i], kernel[i]
             w = w * inside.reshape(shape)
-    return w.reshape(w.shape[:2 + nd] + (-1,)).sum(-1)
+    return w.reshape(w.shape[:2 + nd] + (int(np.prod(kernel)),)).sum(-1)
 
 
 def _pool_args(x, attrs):
@@ -262,7 +262,7 @@ def max_pool(inputs, attrs, opset):
     a = arr(x)
     fill = -np.inf if a.dtype.kind in "fV" else np.iinfo(a.dtype).min
     w = _windows(x, out, kernel, strides, dil, pb, pe, fill)
-    flat = reshape(w, arr(w).shape[:2 + nd] + (-1,))
+    flat = reshape(w, arr(w).shape[:2 + nd] + (int(np.prod(kernel)),))  # not -1: zero-size batches
     if is_grad_float(flat):
         y = rtx.amax(flat, dim=-1)
     else:
@@ -293,7 +293,7 @@ def average_pool(inputs, attrs, opset):
         fn = (F.avg_pool1d, F.avg_pool2d, F.avg_pool3d)[nd - 1]
         return fn(x, tuple(kernel), tuple(strides), tuple(pb), count_include_pad=bool(include))
     w = _windows(x, out, kernel, strides, dil, pb, pe, 0.0)
-    flat = reshape(w, arr(w).shape[:2 + nd] + (-1,))
+    flat = reshape(w, arr(w).shape[:2 + nd] + (int(np.prod(kernel)),))  # not -1: zero-size batches
     counts = _window_counts(shp[2:], out, kernel, strides, dil, pb, pe, include)
     if is_grad_float(flat):
         return rtx.sum(flat, dim=-1) / const(counts.astype(arr(x).dtype))
@@ -307,7 +307,7 @@ def lp_pool(inputs, attrs, opset):
     shp, nd, kernel, strides, dil = _pool_args(x, attrs)
     out, pb, pe = _pool_geometry(attrs, shp[2:], kernel, strides, dil)
     w = _windows(x, out, kernel, strides, dil, pb, pe, 0.0)
-    flat = reshape(w, arr(w).shape[:2 + nd] + (-1,))
+    flat = reshape(w, arr(w).shape[:2 + nd] + (int(np.prod(kernel)),))  # not -1: zero-size batches
     return rtx.pow(rtx.sum(rtx.pow(rtx.abs(flat), p), dim=-1), 1.0 / p)
 
 
@@ -503,7 +503,8 @@ def _softmax_like(inputs, attrs, opset, fn):
     shp = arr(x).shape
     if opset < 13:
         axis = wrap_axis(attrs.get("axis", 1), len(shp), "Softmax")
-        flat = reshape(x, (int(np.prod(shp[:axis], dtype=np.int64)), -1))
+        # explicit sizes, not -1: a tensor with a zero-size dimension has no inferable -1
+        flat = reshape(x, (int(np.prod(shp[:axis], dtype=np.int64)), int(np.prod(shp[axis:], dtype=np.int64))))
         return reshape(fn(flat, 1), shp)
     return fn(x, wrap_axis(attrs.get("axis", -1), len(shp), "Softmax"))
 
