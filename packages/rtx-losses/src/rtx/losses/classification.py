@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import rtx
 import rtx.nn.functional as F
+from rtx._tensor import autocast_state as _autocast
 from rtx.losses._reduction import apply_reduction, check_same_size, legacy_reduction
 
 __all__ = ["cross_entropy", "nll_loss", "binary_cross_entropy", "binary_cross_entropy_with_logits", "focal_loss",
@@ -20,6 +21,8 @@ def _class_dim_last(t):
 @legacy_reduction
 def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"):
     """input: log-probabilities (N, C, ...) or (C,); target: class indices (N, ...) or ()."""
+    if _autocast.active:  # on autocast's float32 list
+        input, target, weight = _autocast.fp32("nll_loss", input, target, weight)
     if input.ndim < 1:
         raise ValueError(f"Expected 1 or more dimensions (got {input.ndim})")
     if target.dtype not in (rtx.int64, rtx.int32, rtx.int16, rtx.int8, rtx.uint8):
@@ -60,6 +63,8 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
                   reduction="mean", label_smoothing=0.0):
     """log_softmax over dim 1 (dim 0 for unbatched input) then NLL; a floating target is read as
     class probabilities."""
+    if _autocast.active:  # on autocast's float32 list
+        input, target, weight = _autocast.fp32("cross_entropy", input, target, weight)
     if not 0.0 <= label_smoothing <= 1.0:
         raise ValueError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
     class_dim = 0 if input.ndim == 1 else 1
@@ -104,6 +109,8 @@ def _reduce(loss, reduction):
 
 @legacy_reduction
 def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None, reduction="mean"):
+    if _autocast.active:  # on autocast's float32 list
+        input, target, weight = _autocast.fp32("binary_cross_entropy", input, target, weight)
     check_same_size(input, target, "binary_cross_entropy")
     if bool(((input < 0) | (input > 1)).any()):
         raise RuntimeError("all elements of input should be between 0 and 1")
@@ -120,6 +127,9 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
 def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None,
                                      reduction="mean", pos_weight=None):
     """Stable form: (1 - y) x + (1 + (p_w - 1) y) * log(1 + exp(-x)), log1p(exp(-|x|)) + max(-x, 0)."""
+    if _autocast.active:  # on autocast's float32 list
+        input, target, weight, pos_weight = _autocast.fp32("binary_cross_entropy_with_logits", input, target,
+                                                           weight, pos_weight)
     check_same_size(input, target, "binary_cross_entropy_with_logits")
     log_sig_neg = F.softplus(-input)  # -log(sigmoid(x)), stable
     if pos_weight is not None:
@@ -154,6 +164,8 @@ def focal_loss(input, target, alpha=None, gamma=2.0, ignore_index=-100, reductio
 @legacy_reduction
 def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=None, reduce=None,
                       reduction="mean"):
+    if _autocast.active:  # on autocast's float32 list
+        input, weight = _autocast.fp32("multi_margin_loss", input, weight)
     if p not in (1, 2):
         raise ValueError("only p == 1 and p == 2 supported")
     unbatched = input.ndim == 1
@@ -173,6 +185,8 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
 
 @legacy_reduction
 def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+    if _autocast.active:  # on autocast's float32 list
+        input, target = _autocast.fp32("soft_margin_loss", input, target)
     return _reduce(F.softplus(-target * input), reduction)
 
 

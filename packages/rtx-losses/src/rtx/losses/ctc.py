@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from rtx._tensor import autocast_state as _autocast
 from rtx._tensor.function import Primitive
 from rtx._tensor.tensor import Tensor
 from rtx.losses._reduction import apply_reduction
@@ -124,6 +125,8 @@ def _as_list(x):
 
 def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reduction="mean", zero_infinity=False):
     """log_probs (T, N, C) or unbatched (T, C); targets (N, S) padded or 1-D concatenated."""
+    if _autocast.active:  # on autocast's float32 list
+        (log_probs,) = _autocast.fp32("ctc_loss", log_probs)
     unbatched = log_probs.ndim == 2
     if unbatched:
         log_probs = log_probs.unsqueeze(1)

@@ -4,6 +4,7 @@ from __future__ import annotations
 import warnings
 
 import rtx
+from rtx._tensor import autocast_state as _autocast
 from rtx.losses._reduction import apply_reduction, legacy_reduction
 
 __all__ = ["kl_div"]
@@ -13,6 +14,8 @@ __all__ = ["kl_div"]
 def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
     """input: log-probabilities; target: probabilities (or log-probabilities with log_target).
     Pointwise target * (log target - input), 0 where target is 0."""
+    if _autocast.active:  # on autocast's float32 list
+        input, target = _autocast.fp32("kl_div", input, target)
     if reduction == "mean":
         warnings.warn("reduction: 'mean' divides the total loss by both the batch size and the support size."
                       "'batchmean' divides only by the batch size, and aligns with the KL div math definition."

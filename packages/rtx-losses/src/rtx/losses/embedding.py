@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import rtx
 import rtx.nn.functional as F
+from rtx._tensor import autocast_state as _autocast
 from rtx.losses._reduction import apply_reduction, legacy_reduction
 
 __all__ = ["cosine_embedding_loss", "margin_ranking_loss", "triplet_margin_loss",
@@ -12,6 +13,8 @@ __all__ = ["cosine_embedding_loss", "margin_ranking_loss", "triplet_margin_loss"
 
 @legacy_reduction
 def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None, reduction="mean"):
+    if _autocast.active:  # on autocast's float32 list
+        input1, input2, target = _autocast.fp32("cosine_embedding_loss", input1, input2, target)
     cos = F.cosine_similarity(input1, input2, dim=-1, eps=1e-8)
     loss = rtx.where(target == 1, 1 - cos, (cos - margin).clamp(min=0))
     return apply_reduction(loss, reduction)
@@ -19,6 +22,8 @@ def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None,
 
 @legacy_reduction
 def margin_ranking_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None, reduction="mean"):
+    if _autocast.active:  # on autocast's float32 list
+        input1, input2, target = _autocast.fp32("margin_ranking_loss", input1, input2, target)
     if not (input1.ndim == input2.ndim == target.ndim):
         raise RuntimeError(f"margin_ranking_loss : All input tensors should have same dimension but got sizes: "
                            f"input1: {tuple(input1.shape)}, input2: {tuple(input2.shape)}, target: "
@@ -28,6 +33,8 @@ def margin_ranking_loss(input1, input2, target, margin=0.0, size_average=None, r
 
 @legacy_reduction
 def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=None, reduction="mean"):
+    if _autocast.active:  # on autocast's float32 list
+        input, target = _autocast.fp32("hinge_embedding_loss", input, target)
     loss = rtx.where(target == 1, input, (margin - input).clamp(min=0))
     return apply_reduction(loss, reduction)
 
@@ -35,6 +42,8 @@ def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=No
 @legacy_reduction
 def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, swap=False, size_average=None,
                         reduce=None, reduction="mean"):
+    if _autocast.active:  # on autocast's float32 list
+        anchor, positive, negative = _autocast.fp32("triplet_margin_loss", anchor, positive, negative)
     if not (anchor.ndim == positive.ndim == negative.ndim):
         raise RuntimeError(f"The anchor, positive, and negative tensors are expected to have the same number of "
                            f"dimensions, but got: anchor {anchor.ndim}D, positive {positive.ndim}D, and negative "

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import math
 
+from rtx._tensor import autocast_state as _autocast
 from rtx.losses._reduction import apply_reduction, check_same_size, legacy_reduction
 
 __all__ = ["mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "poisson_nll_loss", "gaussian_nll_loss"]
@@ -18,6 +19,8 @@ def _warn_broadcast(input, target, name):
 
 @legacy_reduction
 def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
+    if _autocast.active:  # on autocast's float32 list
+        input, target, weight = _autocast.fp32("mse_loss", input, target, weight)
     _warn_broadcast(input, target, "mse_loss")
     d = input - target
     loss = d * d
@@ -28,6 +31,8 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", we
 
 @legacy_reduction
 def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
+    if _autocast.active:  # on autocast's float32 list
+        input, target, weight = _autocast.fp32("l1_loss", input, target, weight)
     _warn_broadcast(input, target, "l1_loss")
     loss = (input - target).abs()
     if weight is not None:
@@ -37,6 +42,8 @@ def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", wei
 
 @legacy_reduction
 def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
+    if _autocast.active:  # on autocast's float32 list
+        input, target = _autocast.fp32("smooth_l1_loss", input, target)
     if beta < 0:
         raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
     _warn_broadcast(input, target, "smooth_l1_loss")
@@ -49,6 +56,8 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
 
 @legacy_reduction
 def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
+    if _autocast.active:  # on autocast's float32 list
+        input, target, weight = _autocast.fp32("huber_loss", input, target, weight)
     if delta <= 0:
         raise RuntimeError(f"huber_loss does not support non-positive values for delta, got {delta}")
     _warn_broadcast(input, target, "huber_loss")
@@ -67,6 +76,8 @@ def _where(cond, a, b):
 @legacy_reduction
 def poisson_nll_loss(input, target, log_input=True, full=False, size_average=None, eps=1e-8, reduce=None,
                      reduction="mean"):
+    if _autocast.active:  # on autocast's float32 list
+        input, target = _autocast.fp32("poisson_nll_loss", input, target)
     if log_input:
         loss = input.exp() - target * input
     else:

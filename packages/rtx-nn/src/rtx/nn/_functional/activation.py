@@ -17,6 +17,7 @@ import warnings
 
 import numpy as np
 
+from rtx._tensor import autocast_state as _autocast
 from rtx._tensor.function import Primitive
 from rtx._tensor.ops import inplace as _inplace
 from rtx._tensor.ops._util import cast, wrap_dim
@@ -202,6 +203,8 @@ def leaky_relu_(input, negative_slope=0.01):
 
 def prelu(input, weight):
     """max(0, x) + weight * min(0, x), with one weight per channel (dim 1) or a single one."""
+    if _autocast.active:  # on autocast's lower-precision list
+        input, weight = _autocast.lower(input, weight)
     _float_only(input, "prelu")
     if type(weight) is not Tensor:
         raise TypeError(f"prelu(): argument 'weight' must be Tensor, not {type(weight).__name__}")
@@ -385,6 +388,8 @@ def hardsigmoid(input, inplace=False):
 def softplus(input, beta=1.0, threshold=20.0):
     """log(1 + exp(beta x)) / beta, and x itself where beta x > threshold."""
     _float_only(input, "softplus")
+    if _autocast.active:  # on CUDA autocast's float32 list
+        (input,) = _autocast.fp32("softplus", input)
     return _Softplus.apply(input, beta=beta, threshold=threshold)
 
 
@@ -517,6 +522,8 @@ def _softmax_like(op, input, dim, dtype, name, stacklevel):
         dim = _softmax_dim(name, input.ndim, stacklevel + 1)
     if dtype is not None:
         input = cast(input, _dt.as_dtype(dtype).np)
+    elif _autocast.active:  # softmax, log_softmax: on CUDA autocast's float32 list (unless dtype= is given)
+        (input,) = _autocast.fp32(name, input)
     if not input.is_floating_point():
         raise NotImplementedError(f'"{name}_lastdim_kernel_impl" not implemented for '
                                   f"'{input.dtype.name.capitalize()}' (pass dtype= or cast to a float dtype)")

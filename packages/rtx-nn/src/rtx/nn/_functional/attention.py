@@ -33,6 +33,7 @@ from typing import Callable
 import numpy as np
 
 import rtx
+from rtx._tensor import autocast_state as _autocast
 from rtx._tensor.function import Primitive
 from rtx._tensor.ops._util import cast
 from rtx._tensor.tensor import Tensor
@@ -299,6 +300,8 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     PyTorch's math backend since 2.5), not NaN. enable_gqa repeats each key/value head over
     Hq/H query heads. The backend that runs is chosen by the registry described above.
     """
+    if _autocast.active:  # on autocast's lower-precision list (a float mask too, a bool one is left)
+        query, key, value, attn_mask = _autocast.lower(query, key, value, attn_mask)
     _check_sdpa(query, key, value, attn_mask, dropout_p, is_causal, enable_gqa)
     if attn_mask is not None and attn_mask.dtype != rtx.bool and attn_mask._data.dtype != query._data.dtype:
         attn_mask = cast(attn_mask, query._data.dtype)

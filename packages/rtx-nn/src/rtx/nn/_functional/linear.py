@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import rtx
+from rtx._tensor import autocast_state as _autocast
 from rtx._tensor.function import Primitive
 from rtx._tensor.tensor import Tensor
 
@@ -20,7 +21,8 @@ class Linear(Primitive):
         out = x._data @ w._data.T
         if b is not None:
             out += b._data
-        return out
+        # ml_dtypes computes bfloat16 @ bfloat16 in float32 and returns that; PyTorch keeps bfloat16
+        return out if out.dtype == x._data.dtype else out.astype(x._data.dtype)
 
     @staticmethod
     def backward(ctx, grad):
@@ -38,6 +40,8 @@ def linear(input, weight, bias=None):
     """y = x W^T + b, one BLAS call."""
     if type(input) is not Tensor or type(weight) is not Tensor:
         raise TypeError(f"linear(): expected Tensors, got {type(input).__name__} and {type(weight).__name__}")
+    if _autocast.active:  # on autocast's lower-precision list
+        input, weight, bias = _autocast.lower(input, weight, bias)
     if input.shape[-1] != weight.shape[-1]:
         rows = 1
         for s in input.shape[:-1]:

@@ -8,6 +8,7 @@ import math
 import numpy as np
 
 import rtx
+from rtx._tensor import autocast_state as _autocast
 from rtx._tensor.function import Primitive
 from rtx._tensor.ops._util import cast, dims
 from rtx._tensor.tensor import Tensor
@@ -107,6 +108,8 @@ def one_hot(tensor, num_classes=-1):
 def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
     """input / max(||input||_p, eps) along dim."""
     input = _float(input, "normalize")
+    if _autocast.active:  # on CUDA autocast's float32 list
+        (input,) = _autocast.fp32("normalize", input)
     denom = _norm(input, p, dim, True, "normalize").clamp_min(eps)
     result = input / denom
     if out is not None:
@@ -122,6 +125,8 @@ def cosine_similarity(x1, x2, dim=1, eps=1e-8):
     [-1, 1]), and the clamp is invisible to autograd: the gradient flows through the norm.
     """
     x1, x2 = _float(x1, "cosine_similarity"), _float(x2, "cosine_similarity")
+    if _autocast.active:  # on CUDA autocast's float32 list
+        x1, x2 = _autocast.fp32("cosine_similarity", x1, x2)
     if x1.dtype != x2.dtype:
         target = rtx.promote_types(x1.dtype, x2.dtype).np
         x1, x2 = cast(x1, target), cast(x2, target)

@@ -2,6 +2,7 @@
 One BLAS call per product: NumPy's matmul goes straight to OpenBLAS/cuBLAS."""
 from __future__ import annotations
 
+from rtx._tensor import autocast_state as _autocast
 from rtx._tensor.function import Primitive
 from rtx._tensor.ops._util import check_same_device, sum_to
 from rtx._tensor.tensor import Tensor
@@ -56,6 +57,8 @@ def _check(a, b, op):
 
 
 def matmul(input, other, *, out=None):
+    if _autocast.active:  # on autocast's lower-precision list (so are mm, bmm, addmm, baddbmm: they call this)
+        input, other = _autocast.lower(input, other)
     _check(input, other, "matmul")
     sa, sb = input._data.shape, other._data.shape
     ka = sa[-1]
@@ -146,11 +149,15 @@ ger = outer
 
 
 def addmm(input, mat1, mat2, *, beta=1, alpha=1):
+    if _autocast.active:
+        input, mat1, mat2 = _autocast.lower(input, mat1, mat2)
     prod = mm(mat1, mat2)
     return (input * beta if beta != 1 else input) + (prod * alpha if alpha != 1 else prod)
 
 
 def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):
+    if _autocast.active:
+        input, batch1, batch2 = _autocast.lower(input, batch1, batch2)
     prod = bmm(batch1, batch2)
     return (input * beta if beta != 1 else input) + (prod * alpha if alpha != 1 else prod)
 

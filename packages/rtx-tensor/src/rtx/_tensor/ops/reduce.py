@@ -13,6 +13,7 @@ import math
 
 import numpy as np
 
+from rtx._tensor import autocast_state as _autocast
 from rtx._tensor.function import Primitive
 from rtx._tensor.ops import return_types
 from rtx._tensor.ops._util import cast, dims, wrap_dim, xp_of
@@ -96,6 +97,8 @@ def _sum(t, axes, keepdim=False):
 
 def sum(input, dim=None, keepdim=False, *, dtype=None):
     """Sum over dim (all by default); integers and bools are summed in int64, as PyTorch."""
+    if dtype is None and _autocast.active:  # on CUDA autocast's float32 list (unless dtype= is given)
+        (input,) = _autocast.fp32("sum", input)
     np_dtype = None
     if dtype is not None:
         input = cast(input, _dt.as_dtype(dtype).np)
@@ -185,6 +188,8 @@ def prod(input, dim=None, keepdim=False, *, dtype=None):
     exact when the input has zeros."""
     if isinstance(dim, (tuple, list)):
         raise TypeError("prod(): argument 'dim' must be int, not tuple")
+    if dtype is None and _autocast.active:  # on autocast's float32 list (unless dtype= is given)
+        (input,) = _autocast.fp32("prod", input)
     np_dtype = None
     if dtype is not None:
         input = cast(input, _dt.as_dtype(dtype).np)
@@ -496,6 +501,8 @@ def norm(input, p="fro", dim=None, keepdim=False, out=None, dtype=None):
     nonzeros) or any other number. Complex inputs give a real norm."""
     if dtype is not None:
         input = cast(input, _dt.as_dtype(dtype).np)
+    elif _autocast.active:  # on CUDA autocast's float32 list
+        (input,) = _autocast.fp32("norm", input)
     _check_float(input, "norm")
     if isinstance(p, str):
         if p == "nuc":
