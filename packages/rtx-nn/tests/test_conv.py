@@ -1,6 +1,7 @@
 """Convolutions: values against brute-force NumPy loops over many (stride, padding, dilation,
 groups) combinations, gradients (and double backward) by finite differences in float64,
 PyTorch's layer shapes, init, state_dict keys, repr and errors."""
+import contextlib
 import itertools
 import math
 
@@ -277,6 +278,46 @@ def test_threads_split_weights_or_batch_same_values(monkeypatch, shape, stride, 
     op = [n - ((m - 1) * stride - 2 * padding + 3) for n, m in zip(x.shape[2:], gy.shape[2:])]
     assert_close(xt.grad, ref_conv_transpose(gy, w, None, s, p, op), rtol=1e-10, atol=1e-10)
     assert_close(wt.grad, _ref_weight_grad(x, gy, w.shape, s, p, (1, 1), 1), rtol=1e-10, atol=1e-10)
+
+
+def test_small_gemms_outside_the_pool_run_on_one_blas_thread():
+    # rtx.nn.Linear's GEMMs run inside one_blas_thread: single-threaded BLAS when small (so that
+    # OpenBLAS's threads are not woken to spin next to the convolutions' chunk threads), the
+    # configured threads when big, and the setting is restored afterwards.
+    from rtx.nn._functional import conv as C
+    if not C._workers(np.zeros(1)) or not C._blas["controller"]:
+        pytest.skip("threadpoolctl found no BLAS to limit")
+    ctl = C._blas["controller"]
+
+    def threads():
+        return max(lib.num_threads for lib in ctl.lib_controllers)
+
+    with ctl.limit(limits=2):
+        if threads() != 2:
+            pytest.skip("this BLAS cannot run 2 threads")
+        with C.one_blas_thread(np.zeros(1), 8 * 512 * 1000):
+            assert threads() == 1
+            x, w = r(8, 512), r(1000, 512)
+            xt, wt = t(x, True), t(w, True)
+            y = F.linear(xt, wt)
+        assert threads() == 2
+        with C.one_blas_thread(np.zeros(1), C._SMALL_GEMM):
+            assert threads() == 2
+        # tiny GEMMs run on one OpenBLAS thread anyway: no (15 us) switch of the thread count
+        assert isinstance(C.one_blas_thread(np.zeros(1), C._BLAS_SINGLE_THREADED_BELOW - 1), contextlib.nullcontext)
+        y.backward(t(np.ones(y.shape)))
+        assert threads() == 2
+    assert_close(y, x @ w.T, rtol=1e-12, atol=1e-12)
+    assert_close(wt.grad, np.ones((1000, 8)) @ x, rtol=1e-12, atol=1e-12)
+
+
+def test_linear_runs_its_gemms_in_one_blas_thread(monkeypatch):
+    from rtx.nn._functional import linear as L
+    seen = []
+    monkeypatch.setattr(L, "one_blas_thread", lambda arr, macs: seen.append(macs) or contextlib.nullcontext())
+    xt = t(r(4, 3, 5), True)
+    F.linear(xt, t(r(6, 5), True)).sum().backward()
+    assert seen == [4 * 3 * 5 * 6] * 2      # forward, backward
 
 
 def test_pointwise_conv_input_gradient_matches_loops():

@@ -5,6 +5,7 @@ import rtx
 from rtx._tensor import autocast_state as _autocast
 from rtx._tensor.function import Primitive
 from rtx._tensor.tensor import Tensor
+from rtx.nn._functional.conv import one_blas_thread
 
 __all__ = ["linear", "bilinear"]
 
@@ -18,7 +19,8 @@ class Linear(Primitive):
     def forward(ctx, x, w, b):
         ctx.save_for_backward(x, w)
         ctx.has_bias = b is not None
-        out = x._data @ w._data.T
+        with one_blas_thread(x._data, x._data.size * w.shape[0]):  # small GEMMs: see there
+            out = x._data @ w._data.T
         if b is not None:
             out += b._data
         # ml_dtypes computes bfloat16 @ bfloat16 in float32 and returns that; PyTorch keeps bfloat16
@@ -30,8 +32,9 @@ class Linear(Primitive):
         need_x, need_w, need_b = ctx.needs_input_grad
         out_f = w.shape[0]
         g2 = grad.reshape(-1, out_f) if grad.ndim != 2 else grad
-        gx = grad @ w if need_x else None
-        gw = g2.mT @ x.reshape(-1, x.shape[-1]) if need_w else None
+        with one_blas_thread(x._data, x._data.size * out_f):
+            gx = grad @ w if need_x else None
+            gw = g2.mT @ x.reshape(-1, x.shape[-1]) if need_w else None
         gb = g2.sum(0) if need_b else None
         return gx, gw, gb
 
