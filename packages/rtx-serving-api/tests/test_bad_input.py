@@ -28,6 +28,7 @@ CASES = {
     # name: (method, path, request kwargs, status, fragments the message must contain)
     "wrong shape": ("POST", INFER, dict(json=v2((1, 1, 8, 9))), 400, ["'x'", "[-1, 1, 8, 8]", "[1, 1, 8, 9]"]),
     "wrong rank": ("POST", INFER, dict(json=v2((64,))), 400, ["'x'", "[-1, 1, 8, 8]", "[64]"]),
+    "empty batch": ("POST", INFER, dict(json=v2((0, 1, 8, 8), data=[])), 400, ["'x'", "empty", "[0, 1, 8, 8]"]),
     "too few values": ("POST", INFER, dict(json=v2(data=[0.0] * 63)), 400, ["'x'", "64 values", "63"]),
     "wrong datatype": ("POST", INFER, dict(json=v2(datatype="INT32")), 400, ["'x'", "FP32", "INT32"]),
     "unknown datatype": ("POST", INFER, dict(json=v2(datatype="FLOAT")), 400, ["'FLOAT'", "FP32"]),

@@ -45,3 +45,9 @@ def test_openapi_document_is_valid_and_lists_every_route(client, registry):
     served = {r.path: {m.lower() for m in r.methods} - {"head"} for r in app.routes if isinstance(r, Route)}
     documented = {p: {m for m in item if m in METHODS} for p, item in doc["paths"].items()}
     assert served == documented
+
+
+def test_docs_page_lists_the_routes(client):
+    r = client.get("/docs")
+    assert r.status_code == 200 and r.headers["content-type"].startswith("text/html")
+    assert "<code>/v2/models/{name}/infer</code>" in r.text and "/openapi.json" in r.text

@@ -13,7 +13,7 @@ from pathlib import Path
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
-from starlette.responses import Response
+from starlette.responses import HTMLResponse, Response
 from starlette.routing import Route
 
 from rtx.serving_api.config import ServeConfig
@@ -21,7 +21,7 @@ from rtx.serving_api.errors import ServeError, bad_request, error_response
 from rtx.serving_api.generate import parse_generate
 from rtx.serving_api.limits import ConcurrencyGate, content_kind, read_body
 from rtx.serving_api.models import load_version
-from rtx.serving_api.openapi import openapi_document
+from rtx.serving_api.openapi import docs_html, openapi_document
 from rtx.serving_api.protocol import (
     npy_bytes,
     parse_json,
@@ -285,6 +285,9 @@ def create_app(config: ServeConfig | None = None, *, registry=None, loader=load_
     async def openapi(request: Request):
         return JSON(openapi_document())
 
+    async def docs(request: Request):
+        return HTMLResponse(docs_html(openapi_document()))
+
     def plain(handler):
         """Metadata routes: client errors as JSON, nothing else."""
         async def endpoint(request: Request):
@@ -313,6 +316,7 @@ def create_app(config: ServeConfig | None = None, *, registry=None, loader=load_
         Route("/v1/models/{name}/versions/{version}", plain(v1_model_status), methods=["GET"]),
         Route("/metrics", prometheus, methods=["GET"]),
         Route("/openapi.json", openapi, methods=["GET"]),
+        Route("/docs", docs, methods=["GET"]),
     ]
 
     async def http_error(request: Request, exc: HTTPException):

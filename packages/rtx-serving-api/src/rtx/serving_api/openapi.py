@@ -117,6 +117,23 @@ def openapi_document() -> dict:
             "/metrics": {"get": {"summary": "Prometheus metrics", "responses": {"200": {
                 "description": "text exposition format", "content": {"text/plain": {"schema": {"type": "string"}}}}}}},
             "/openapi.json": _get("This document", extra=()),
+            "/docs": {"get": {"summary": "This document as an HTML page (no JavaScript, no external assets)",
+                              "responses": {"200": {"description": "HTML", "content": {
+                                  "text/html": {"schema": {"type": "string"}}}}}}},
         },
         "components": {"schemas": SCHEMAS},
     }
+
+
+def docs_html(doc: dict) -> str:
+    """A plain HTML page listing the routes of an OpenAPI document (method, path, summary)."""
+    from html import escape
+    rows = "".join(f"<tr><td>{escape(m.upper())}</td><td><code>{escape(p)}</code></td>"
+                   f"<td>{escape(op.get('summary', ''))}</td></tr>"
+                   for p, item in doc["paths"].items() for m, op in item.items())
+    info = doc["info"]
+    return (f"<!doctype html><html><head><meta charset='utf-8'><title>{escape(info['title'])}</title></head>"
+            f"<body><h1>{escape(info['title'])} {escape(info['version'])}</h1><p>{escape(info['description'])}</p>"
+            f"<p>Machine-readable: <a href='/openapi.json'>/openapi.json</a> (OpenAPI {escape(doc['openapi'])})</p>"
+            f"<table border='1' cellpadding='4'><tr><th>method</th><th>path</th><th>what</th></tr>{rows}"
+            "</table></body></html>")

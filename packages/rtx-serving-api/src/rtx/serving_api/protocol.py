@@ -100,6 +100,9 @@ def check_feed(sig: Signature, feed: dict[str, np.ndarray], *, prefix: str = "")
         raise bad_request(f"{prefix}missing input(s) {missing}; the model's inputs are {sig.input_names()}")
     for name, arr in feed.items():
         spec = sig.input(name)
+        if arr.size == 0:  # rtx.inference plans (like many runtimes) have no empty-batch path
+            raise bad_request(f"{prefix}input {name!r} is empty (shape {fmt_shape(arr.shape)}); "
+                              "send at least one value")
         if arr.dtype != spec.dtype:
             raise bad_request(f"{prefix}input {name!r}: expected datatype {spec.datatype}, "
                               f"found {DATATYPE_OF.get(arr.dtype, str(arr.dtype))}")
