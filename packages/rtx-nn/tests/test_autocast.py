@@ -131,3 +131,33 @@ def test_float32_list_ops_cast_where_the_device_list_has_them(monkeypatch):
     np.testing.assert_allclose(sm.numpy(), np.exp(xr) / np.exp(xr).sum(-1, keepdims=True), rtol=1e-5)
     ln.sum().backward()
     assert w.grad.dtype is rtx.float32
+
+
+@pytest.mark.parametrize("dtype", [rtx.bfloat16, rtx.float16])
+def test_conv2d_and_conv_transpose2d_compute_in_the_autocast_dtype(dtype):
+    g = np.random.default_rng(5)
+    x, w = g.standard_normal((2, 3, 6, 6)).astype(np.float32), g.standard_normal((4, 3, 3, 3)).astype(np.float32)
+    with autocast(dtype):
+        y = F.conv2d(rtx.tensor(x), rtx.tensor(w), padding=1)
+        yt = F.conv_transpose2d(rtx.tensor(x), rtx.tensor(w.transpose(1, 0, 2, 3).copy()), stride=2)
+    assert y.dtype is dtype and yt.dtype is dtype
+    # reference: the float64 convolution of the operands rounded to dtype (im2col by hand)
+    xr, wr = _r(x, dtype), _r(w, dtype)
+    xp = np.pad(xr, ((0, 0), (0, 0), (1, 1), (1, 1)))
+    want = np.zeros((2, 4, 6, 6))
+    for i in range(3):
+        for j in range(3):
+            want += np.einsum("nchw,oc->nohw", xp[:, :, i:i + 6, j:j + 6], wr[:, :, i, j])
+    _close(y, want, dtype, k=2)
+    with rtx.no_grad():
+        want_t = F.conv_transpose2d(rtx.tensor(xr), rtx.tensor(wr.transpose(1, 0, 2, 3).copy()), stride=2)
+    _close(yt, want_t.numpy(), dtype, k=2)
+
+
+def test_conv_weight_gradient_comes_back_float32():
+    conv = nn.Conv2d(2, 3, 3)
+    with autocast(rtx.bfloat16):
+        y = conv(rtx.randn(1, 2, 5, 5))
+    assert y.dtype is rtx.bfloat16
+    y.float().sum().backward()
+    assert conv.weight.grad.dtype is rtx.float32 and conv.bias.grad.dtype is rtx.float32

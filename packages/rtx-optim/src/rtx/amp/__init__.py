@@ -11,7 +11,7 @@
 Ops that honour autocast:
 - lower precision (inputs cast to the autocast dtype), cpu and cuda: matmul / @, mm, bmm, addmm,
   baddbmm, nn.functional.linear (nn.Linear), prelu, scaled_dot_product_attention (and so
-  multi_head_attention_forward's projections and attention).
+  multi_head_attention_forward's projections and attention), conv1d/2d/3d, conv_transpose1d/2d/3d.
 - float32 (inputs cast to float32), cpu and cuda: cross_entropy, nll_loss, mse_loss, l1_loss,
   smooth_l1_loss, kl_div, binary_cross_entropy_with_logits, soft_margin_loss, multi_margin_loss,
   poisson_nll_loss, hinge_embedding_loss, margin_ranking_loss, cosine_embedding_loss,
@@ -20,8 +20,7 @@ Ops that honour autocast:
   cosine_similarity (PyTorch's CPU list leaves these in the lower dtype). softmax, log_softmax,
   sum and prod keep an explicit dtype= argument.
 - promote (mixed floating inputs go to the widest): cat, stack, through rtx's type promotion.
-Not yet: conv1d/2d/3d and conv_transpose* (the lower-precision list); the ops in the float32
-lists that rtx lacks or that live elsewhere (cdist, pdist, cumsum, cumprod, linalg, fft).
+Not yet: the ops in the float32 lists that rtx lacks or that live elsewhere (cdist, pdist, cumsum, cumprod, linalg, fft).
 """
 from rtx.amp.autocast_mode import autocast
 from rtx.amp.grad_scaler import GradScaler, OptState

@@ -35,6 +35,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from rtx._tensor import autocast_state as _autocast
 from rtx._tensor.function import Primitive
 from rtx._tensor.ops._util import check_same_device
 from rtx._tensor.tensor import Tensor
@@ -746,6 +747,8 @@ def _check_common(op, x, w, b, nd, groups):
 
 
 def _conv(op, nd, input, weight, bias, stride, padding, dilation, groups):
+    if _autocast.active:  # conv*/conv_transpose* are on autocast's lower-precision list
+        input, weight, bias = _autocast.lower(input, weight, bias)
     _check_common(op, input, weight, bias, nd, groups)
     x, unbatched = batched(input, nd, op)
     stride = _ntuple(stride, nd, "stride", op)
@@ -811,6 +814,8 @@ def transpose_out_shape(in_shape, kernel, stride, padding, output_padding, dilat
 
 
 def _conv_transpose(op, nd, input, weight, bias, stride, padding, output_padding, groups, dilation):
+    if _autocast.active:  # conv*/conv_transpose* are on autocast's lower-precision list
+        input, weight, bias = _autocast.lower(input, weight, bias)
     _check_common(op, input, weight, bias, nd, groups)
     x, unbatched = batched(input, nd, op)
     if isinstance(padding, str):
