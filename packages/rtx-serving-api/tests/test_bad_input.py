@@ -90,6 +90,32 @@ CASES = {
     "npy object array": ("POST", INFER, dict(content=npy(np.array([{}], dtype=object)), headers=NPY), 400,
                          [".npy"]),
     "npy multi-input model": ("POST", "/v2/models/add/infer", dict(content=npy(IMG), headers=NPY), 415, ["['a', 'b']"]),
+    # regressions found by adversarial review
+    "duplicate JSON keys": ("POST", INFER, dict(content=b'{"inputs": [], "inputs": '
+                                                + json.dumps(v2()["inputs"]).encode() + b"}"), 400,
+                            ["'inputs'", "twice"]),
+    "booleans for FP32": ("POST", INFER, dict(json=v2(data=[True] * 64)), 400, ["'x'", "FP32", "booleans"]),
+    "FP32 overflow": ("POST", INFER, dict(json=v2(data=[1e300] * 64)), 400, ["'x'", "out of range", "FP32"]),
+    "INT64 2**63 (uint64 in JSON)": ("POST", "/v2/models/add/infer",
+                                     dict(json={"inputs": [{**ADD_A, "data": [2 ** 63, 2, 3]},
+                                                           {**ADD_A, "name": "b"}]}), 400, ["'a'", "range"]),
+    "INT64 2.0**63 (float)": ("POST", "/v2/models/add/infer",
+                              dict(json={"inputs": [{**ADD_A, "data": [2.0 ** 63, 2, 3]}, {**ADD_A, "name": "b"}]}),
+                              400, ["'a'", "range"]),
+    "output requested twice": ("POST", "/v2/models/add/infer",
+                               dict(json={"inputs": [ADD_A, {**ADD_A, "name": "b"}],
+                                          "outputs": [{"name": "sum"}, {"name": "sum"}]}), 400,
+                               ["'sum'", "more than once"]),
+    "huge shape, tiny data": ("POST", INFER, dict(json=v2(shape=(10 ** 12, 1, 8, 8), data=[0.0] * 64)), 400,
+                              ["64000000000000 values", "found 64"]),
+    "npy header claims 10**9 rows": ("POST", INFER,
+                                     dict(content=npy(IMG).replace(b"(1, 1, 8, 8)", b"(1000000000, 1, 8, 8)"),
+                                          headers=NPY), 400, ["[1000000000, 1, 8, 8]", "256000000000 bytes"]),
+    "npy truncated": ("POST", INFER, dict(content=npy(IMG)[:-10], headers=NPY), 400, ["256 bytes", "246 bytes"]),
+    "npy trailing bytes": ("POST", INFER, dict(content=npy(IMG) + b"junk", headers=NPY), 400, ["260 bytes"]),
+    "npy structured dtype": ("POST", INFER, dict(content=npy(np.zeros(2, [("a", "f4")])), headers=NPY), 400, ["dtype"]),
+    "npy 0-d": ("POST", INFER, dict(content=npy(np.float32(1)), headers=NPY), 400, ["[-1, 1, 8, 8]", "[]"]),
+    "npz archive": ("POST", INFER, dict(content=b"PK\x03\x04rest", headers=NPY), 400, [".npz"]),
     "generate on a tensor model": ("POST", "/v1/models/digits:generate", dict(json={"prompt": "hi"}), 400,
                                    ["not a text generator"]),
 }
@@ -118,6 +144,40 @@ def test_server_still_answers_and_never_answered_500(client, models, h):
     codes = {line.split('code="')[1].split('"')[0] for line in metrics.splitlines()
              if line.startswith("rtx_requests_total{")}
     assert codes and not any(c.startswith("5") for c in codes), codes
+
+
+def test_npy_fortran_order_and_big_endian_give_the_right_answer(client, models, h):
+    """Valid .npy variants are read as the array they describe, not refused or misread."""
+    x = h.X[:2]
+    for arr in (np.asfortranarray(x), x.astype(">f4")):
+        r = client.post(INFER, content=npy(arr), headers=NPY)
+        assert r.status_code == 200, r.text
+        np.testing.assert_allclose(np.load(io.BytesIO(r.content)), h.eager(models["1.0.0"], x), rtol=1e-5, atol=1e-6)
+
+
+def _codes(client):
+    """Requests counted so far, by status code (summed over model, version and protocol)."""
+    codes = {}
+    for line in client.get("/metrics").text.splitlines():
+        if line.startswith("rtx_requests_total{"):
+            code = line.split('code="')[1].split('"')[0]
+            codes[code] = codes.get(code, 0.0) + float(line.rsplit(" ", 1)[1])
+    return codes
+
+
+def test_client_disconnecting_mid_body_is_not_a_server_error(client):
+    """A body cut short by the client is counted as its mistake (400), not logged as a 500."""
+    import socket
+    import time
+    before = _codes(client)
+    host, port = str(client.base_url)[len("http://"):].rstrip("/").split(":")
+    with socket.create_connection((host, int(port)), timeout=10) as s:
+        s.sendall(b"POST " + INFER.encode() + b" HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{\"inputs\"")
+    deadline = time.monotonic() + 10
+    while (codes := _codes(client)) == before and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert codes.get("400", 0) == before.get("400", 0) + 1, (before, codes)
+    assert not any(c.startswith("5") for c in codes), codes
 
 
 def test_errors_are_counted_by_code(client):
@@ -150,6 +210,16 @@ def test_timeout_is_504_and_overload_is_503_with_retry_after(registry, h):
         r = c.post(INFER, content=body)
         assert r.status_code == 504, r.text
         assert "0.5 s" in r.json()["error"] and "request_timeout_s" in r.json()["error"]
+
+        # Content-Length promising more than arrives: the client's fault, 408 (not 504), not a hang
+        import socket
+        host, port = url[len("http://"):].split(":")
+        with socket.create_connection((host, int(port)), timeout=10) as s:
+            s.sendall(b"POST " + INFER.encode() + b" HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                      b"Content-Length: 1000\r\n\r\n{}")
+            reply = s.recv(4096)
+        assert reply.startswith(b"HTTP/1.1 408"), reply
+        assert b"Content-Length" in reply and b"request_timeout_s" in reply
 
         app.state.config.request_timeout_s = 30.0  # now let the two slow ones finish
         results = []

@@ -76,13 +76,20 @@ def test_generate_whole_text_and_stream_agree_with_the_generator(gpt_server):
     ({"prompt": "a", "stream": "yes"}, "'stream'"),
     ({"prompt": "a", "stop": [""]}, "'stop'"),
     ({"prompt": "a", "beams": 2}, "unknown field"),
+    ({"prompt": "a", "max_new_tokens": -3}, "'max_new_tokens'"),
+    ({"prompt": "a", "temperature": float("nan")}, "'temperature'"),
+    ({"prompt": "a", "top_k": -1}, "'top_k'"),
+    ({"prompt": "a", "seed": True}, "'seed'"),
+    ({"prompt": "a", "stop": 5}, "'stop'"),
+    ({"prompt": "a", "stop": {"a": 1}}, "'stop'"),
     ({"prompt": "xyz€"}, "refused the request"),  # characters outside the model's alphabet
 ])
 def test_generate_bad_requests_are_400(gpt_server, body, fragment):
     url, _ = gpt_server
     for stream in (False, True):
-        r = httpx.post(url + "/v1/models/gpt:generate", json={**body, "stream": stream} if "stream" not in body
-                       else body, timeout=60)
+        doc = {**body, "stream": stream} if "stream" not in body else body
+        r = httpx.post(url + "/v1/models/gpt:generate", content=json.dumps(doc, allow_nan=True),  # NaN literals too
+                       headers={"content-type": "application/json"}, timeout=60)
         assert r.status_code == 400, (body, r.text)
         assert fragment in r.json()["error"], r.json()
     assert httpx.post(url + "/v2/models/gpt/infer", json={"inputs": []}).status_code == 400

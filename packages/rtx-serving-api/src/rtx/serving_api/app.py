@@ -19,7 +19,7 @@ from starlette.routing import Route
 from rtx.serving_api.config import ServeConfig
 from rtx.serving_api.errors import ServeError, bad_request, error_response
 from rtx.serving_api.generate import parse_generate
-from rtx.serving_api.limits import ConcurrencyGate, content_kind, read_body
+from rtx.serving_api.limits import READING_BODY, ConcurrencyGate, content_kind, read_body
 from rtx.serving_api.models import load_version
 from rtx.serving_api.openapi import docs_html, openapi_document
 from rtx.serving_api.protocol import (
@@ -119,8 +119,13 @@ def create_app(config: ServeConfig | None = None, *, registry=None, loader=load_
             except ServeError as e:
                 response = error_response(e.status, e.message, e.headers)
             except TimeoutError:
-                response = error_response(504, f"the request took longer than {config.request_timeout_s} s "
-                                               "(request_timeout_s) and was abandoned")
+                if request.scope.get(READING_BODY):
+                    response = error_response(408, "the request body did not arrive within "
+                                                   f"{config.request_timeout_s} s "
+                                                   "(request_timeout_s): is Content-Length larger than the body?")
+                else:
+                    response = error_response(504, f"the request took longer than {config.request_timeout_s} s "
+                                                   "(request_timeout_s) and was abandoned")
             except Exception:
                 log.exception("unexpected error handling %s %s", request.method, request.url.path)
                 response = error_response(500, "internal server error (see the server log)")

@@ -1,7 +1,7 @@
 """Request limits: body size (413), content type (415), concurrency (503 + Retry-After)."""
 from __future__ import annotations
 
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 
 from rtx.serving_api.errors import ServeError
 from rtx.serving_api.protocol import NPY
@@ -9,6 +9,7 @@ from rtx.serving_api.protocol import NPY
 # application/x-www-form-urlencoded is what `curl -d` sends unless told otherwise, and the
 # TF-Serving and Triton documentation's curl examples rely on it (those servers ignore the
 # header): the body is read as JSON, so those commands work unchanged.
+READING_BODY = "rtx.reading_body"  # scope key: True while read_body waits for the body
 JSON_TYPES = ("application/json", "application/x-www-form-urlencoded")
 
 
@@ -36,11 +37,18 @@ async def read_body(request: Request, limit: int) -> bytes:
         if n > limit:
             raise ServeError(413, f"request body of {n} bytes exceeds the limit of {limit} bytes (max_body_bytes)")
     chunks, size = [], 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise ServeError(413, f"request body exceeds the limit of {limit} bytes (max_body_bytes)")
-        chunks.append(chunk)
+    # A client that promises more bytes than it sends keeps us waiting until request_timeout_s:
+    # the flag lets the timeout answer 408 (the client's fault), not 504.
+    request.scope[READING_BODY] = True
+    try:
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > limit:
+                raise ServeError(413, f"request body exceeds the limit of {limit} bytes (max_body_bytes)")
+            chunks.append(chunk)
+    except ClientDisconnect:  # a client mistake (or a broken chunked encoding), not a server fault
+        raise ServeError(400, f"the client disconnected after sending {size} bytes of the body") from None
+    request.scope[READING_BODY] = False
     return b"".join(chunks)
 
 

@@ -113,11 +113,25 @@ def check_feed(sig: Signature, feed: dict[str, np.ndarray], *, prefix: str = "")
 
 # ---- JSON bodies --------------------------------------------------------------------------------
 
+def _no_duplicate_keys(pairs):
+    """json.loads would keep the last of two equal keys: an ambiguous request, refused instead."""
+    doc = dict(pairs)
+    if len(doc) != len(pairs):
+        seen, dup = set(), None
+        for k, _ in pairs:
+            if k in seen:
+                dup = k
+                break
+            seen.add(k)
+        raise bad_request(f"malformed JSON in the request body: the key {dup!r} appears twice in one object")
+    return doc
+
+
 def parse_json(body: bytes):
     if not body:
         raise bad_request("the request body is empty; expected a JSON object")
     try:
-        return json.loads(body)
+        return json.loads(body, object_pairs_hook=_no_duplicate_keys)
     except UnicodeDecodeError as e:
         raise bad_request(f"the request body is not UTF-8 text: {e}") from None
     except json.JSONDecodeError as e:
@@ -138,17 +152,28 @@ def _numbers(data, what: str, dtype: np.dtype) -> np.ndarray:
         raise bad_request(f"{what}: data must be numbers, found {found}")
     if arr.dtype == dtype:
         return arr
+    if arr.dtype.kind == "b" and dtype.kind != "b":
+        raise bad_request(f"{what}: expected numbers for datatype {DATATYPE_OF[dtype]}, found booleans")
     if dtype.kind in "iu":
         if arr.dtype.kind == "f" and not np.all(np.isfinite(arr) & (arr == np.round(arr))):
             raise bad_request(f"{what}: expected integers for datatype {DATATYPE_OF[dtype]}, "
                               "found non-integral numbers")
         info = np.iinfo(dtype)
-        if arr.size and (arr.min() < info.min or arr.max() > info.max):
+        # Python ints compare exactly; NumPy would compare uint64 with int64 (or 2.0**63 with
+        # 2**63 - 1) as float64, and let 2**63 through to wrap around to -2**63.
+        if arr.size and (int(arr.min()) < info.min or int(arr.max()) > info.max):
             raise bad_request(f"{what}: values out of range for datatype {DATATYPE_OF[dtype]} "
                               f"[{info.min}, {info.max}]")
     elif dtype.kind == "b" and arr.dtype.kind != "b":
         if not np.all((arr == 0) | (arr == 1)):
             raise bad_request(f"{what}: expected booleans for datatype BOOL")
+    elif dtype.kind == "f":
+        with np.errstate(over="ignore"):
+            out = arr.astype(dtype)
+        if not np.array_equal(np.isfinite(out), np.isfinite(arr)):  # 1e300 would become inf in FP32
+            raise bad_request(f"{what}: values out of range for datatype {DATATYPE_OF[dtype]} "
+                              f"(largest magnitude {float(np.finfo(dtype).max):.6g})")
+        return out
     return arr.astype(dtype)
 
 
@@ -197,6 +222,9 @@ def parse_v2_request(doc, sig: Signature) -> tuple[dict[str, np.ndarray], list[s
                                                     for o in outputs):
             raise bad_request("'outputs' must be a list of objects with a 'name'")
         names = [o["name"] for o in outputs]
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice:
+            raise bad_request(f"output(s) {twice} requested more than once")
         unknown = [n for n in names if n not in sig.output_names()]
         if unknown:
             raise bad_request(f"unknown output(s) {unknown}; the model's outputs are {sig.output_names()}")
@@ -275,15 +303,37 @@ def parse_npy(body: bytes, sig: Signature) -> dict[str, np.ndarray]:
     if len(sig.inputs) != 1:
         raise ServeError(415, f"an {NPY} body carries one tensor, but the model has inputs {sig.input_names()}; "
                               "send JSON instead")
-    try:
-        arr = np.load(io.BytesIO(body), allow_pickle=False)
-    except Exception as e:  # np.load raises ValueError/OSError/EOFError and more on corrupt bytes
-        raise bad_request(f"the body is not a valid .npy array ({type(e).__name__}: {e})") from None
-    if not isinstance(arr, np.ndarray):
-        raise bad_request("the body is an .npz archive; send one .npy array")
+    arr = _load_npy(body)
     feed = {sig.inputs[0].name: arr}
     check_feed(sig, feed)
     return feed
+
+
+def _load_npy(body: bytes) -> np.ndarray:
+    """One .npy array, its header checked before anything is allocated: the data must be exactly
+    shape x itemsize bytes (a header claiming 10**12 elements over 256 bytes is refused, not
+    allocated), of a plain numeric dtype, in native byte order."""
+    fmt = np.lib.format
+    f = io.BytesIO(body)
+    if body[:2] == b"PK":
+        raise bad_request("the body is an .npz archive; send one .npy array")
+    try:
+        major, minor = fmt.read_magic(f)
+        header = fmt.read_array_header_1_0 if major == 1 else fmt.read_array_header_2_0
+        shape, fortran, dtype = header(f, max_header_size=10000)
+    except Exception as e:  # ValueError/EOFError/SyntaxError and more on corrupt headers
+        raise bad_request(f"the body is not a valid .npy array ({type(e).__name__}: {e})") from None
+    if dtype.hasobject or dtype.fields is not None or dtype.kind not in "biuf":
+        raise bad_request(f"the .npy array has dtype {dtype.str}; send one of the numeric datatypes "
+                          f"{', '.join(DATATYPES)} (object arrays are never unpickled)")
+    need = math.prod(shape) * dtype.itemsize
+    have = len(body) - f.tell()
+    if need != have:
+        raise bad_request(f"the .npy header says shape {fmt_shape(shape)} of {dtype.str} ({need} bytes of data), "
+                          f"but the body carries {have} bytes of data")
+    arr = np.frombuffer(body, dtype=dtype, offset=f.tell()).reshape(shape, order="F" if fortran else "C")
+    # a writable, C-ordered, native-endian copy (np.ascontiguousarray would turn 0-d into 1-d)
+    return np.array(arr, dtype=dtype.newbyteorder("="), order="C")
 
 
 def npy_bytes(names: list[str], arrays: list[np.ndarray]) -> tuple[bytes, str]:
