@@ -12,14 +12,11 @@ from rtx.optim.optimizer import (
     Optimizer,
     _a,
     _advance,
-    _as_step_tensor,
     _bump,
     _grad_with_decay,
     _lr,
     _no_differentiable,
     _no_grad_step,
-    _scalar_state,
-    _zeros_like,
 )
 
 __all__ = ["Adadelta", "adadelta"]
@@ -41,31 +38,13 @@ class Adadelta(Optimizer):
                         capturable=capturable, foreach=foreach, differentiable=differentiable)
         super().__init__(params, defaults)
 
-    def __setstate__(self, state):
-        super().__setstate__(state)
-        for group in self.param_groups:
-            for key, value in (("foreach", None), ("maximize", False), ("differentiable", False),
-                               ("capturable", False)):
-                group.setdefault(key, value)
+    _group_defaults = {"foreach": None, "maximize": False, "differentiable": False, "capturable": False}
 
     @_no_grad_step
     def step(self, closure=None):
         for group in self.param_groups:
-            params, grads, square_avgs, acc_deltas, steps = [], [], [], [], []
-            for p in group["params"]:
-                if p.grad is None:
-                    continue
-                state = self.state[p]
-                if len(state) == 0:
-                    state["step"] = _scalar_state()
-                    state["square_avg"] = _zeros_like(p)
-                    state["acc_delta"] = _zeros_like(p)
-                params.append(p)
-                grads.append(p.grad)
-                square_avgs.append(state["square_avg"])
-                acc_deltas.append(state["acc_delta"])
-                steps.append(_as_step_tensor(state))
-            adadelta(params, grads, square_avgs, acc_deltas, steps, lr=group["lr"], rho=group["rho"],
+            params, grads, states, steps = self._init_group(group, ("square_avg", "acc_delta"))
+            adadelta(params, grads, states["square_avg"], states["acc_delta"], steps, lr=group["lr"], rho=group["rho"],
                      eps=group["eps"], weight_decay=group["weight_decay"], maximize=group["maximize"])
 
 

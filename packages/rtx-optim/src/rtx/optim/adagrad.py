@@ -11,14 +11,13 @@ from rtx.optim.optimizer import (
     Optimizer,
     _a,
     _advance,
-    _as_step_tensor,
     _bump,
     _full_like,
     _grad_with_decay,
     _lr,
+    _new_state,
     _no_differentiable,
     _no_grad_step,
-    _scalar_state,
 )
 
 __all__ = ["Adagrad", "adagrad"]
@@ -45,35 +44,22 @@ class Adagrad(Optimizer):
         # PyTorch creates Adagrad's state eagerly, for every parameter.
         for group in self.param_groups:
             for p in group["params"]:
-                self._init_state(p, group)
+                _new_state(self.state[p], p, extra=_sum_init(group))
 
-    def _init_state(self, p, group):
-        state = self.state[p]
-        state["step"] = _scalar_state()
-        state["sum"] = _full_like(p, group["initial_accumulator_value"])
-
-    def __setstate__(self, state):
-        super().__setstate__(state)
-        for group in self.param_groups:
-            for key, value in (("foreach", None), ("maximize", False), ("differentiable", False), ("fused", None)):
-                group.setdefault(key, value)
+    _group_defaults = {"foreach": None, "maximize": False, "differentiable": False, "fused": None}
 
     @_no_grad_step
     def step(self, closure=None):
         for group in self.param_groups:
-            params, grads, sums, steps = [], [], [], []
-            for p in group["params"]:
-                if p.grad is None:
-                    continue
-                state = self.state[p]
-                if len(state) == 0:  # added through add_param_group after construction
-                    self._init_state(p, group)
-                params.append(p)
-                grads.append(p.grad)
-                sums.append(state["sum"])
-                steps.append(_as_step_tensor(state))
-            adagrad(params, grads, sums, steps, lr=group["lr"], weight_decay=group["weight_decay"],
+            # init: for a group added through add_param_group after construction
+            params, grads, states, steps = self._init_group(group, extra=_sum_init(group))
+            adagrad(params, grads, states["sum"], steps, lr=group["lr"], weight_decay=group["weight_decay"],
                     lr_decay=group["lr_decay"], eps=group["eps"], maximize=group["maximize"])
+
+
+def _sum_init(group):
+    value = group["initial_accumulator_value"]
+    return {"sum": lambda p: _full_like(p, value)}
 
 
 def adagrad(params, grads, state_sums, state_steps, fused=None, grad_scale=None, found_inf=None,

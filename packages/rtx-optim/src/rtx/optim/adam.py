@@ -20,15 +20,12 @@ from rtx.optim.optimizer import (
     Optimizer,
     _a,
     _advance,
-    _as_step_tensor,
     _bump,
     _grad_with_decay,
     _lerp_,
     _lr,
     _no_differentiable,
     _no_grad_step,
-    _scalar_state,
-    _zeros_like,
 )
 
 __all__ = ["Adam", "adam"]
@@ -58,38 +55,18 @@ class Adam(Optimizer):
                         differentiable=differentiable, fused=fused, decoupled_weight_decay=decoupled_weight_decay)
         super().__init__(params, defaults)
 
-    def __setstate__(self, state):
-        super().__setstate__(state)
-        for group in self.param_groups:
-            for key, value in (("amsgrad", False), ("maximize", False), ("foreach", None), ("capturable", False),
-                               ("differentiable", False), ("decoupled_weight_decay", False), ("fused", None)):
-                group.setdefault(key, value)
+    _group_defaults = {"amsgrad": False, "maximize": False, "foreach": None, "capturable": False,
+                       "differentiable": False, "decoupled_weight_decay": False, "fused": None}
 
     @_no_grad_step
     def step(self, closure=None):
         for group in self.param_groups:
-            params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps = [], [], [], [], [], []
-            for p in group["params"]:
-                if p.grad is None:
-                    continue
-                state = self.state[p]
-                if len(state) == 0:
-                    state["step"] = _scalar_state()
-                    state["exp_avg"] = _zeros_like(p)
-                    state["exp_avg_sq"] = _zeros_like(p)
-                    if group["amsgrad"]:
-                        state["max_exp_avg_sq"] = _zeros_like(p)
-                params.append(p)
-                grads.append(p.grad)
-                exp_avgs.append(state["exp_avg"])
-                exp_avg_sqs.append(state["exp_avg_sq"])
-                if group["amsgrad"]:
-                    max_exp_avg_sqs.append(state["max_exp_avg_sq"])
-                steps.append(_as_step_tensor(state))
+            names = ("exp_avg", "exp_avg_sq", "max_exp_avg_sq") if group["amsgrad"] else ("exp_avg", "exp_avg_sq")
+            params, grads, states, steps = self._init_group(group, names)
             beta1, beta2 = group["betas"]
-            adam(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps, amsgrad=group["amsgrad"],
-                 beta1=beta1, beta2=beta2, lr=group["lr"], weight_decay=group["weight_decay"], eps=group["eps"],
-                 maximize=group["maximize"], decoupled_weight_decay=group["decoupled_weight_decay"])
+            adam(params, grads, states["exp_avg"], states["exp_avg_sq"], states.get("max_exp_avg_sq", []), steps,
+                 amsgrad=group["amsgrad"], beta1=beta1, beta2=beta2, lr=group["lr"], weight_decay=group["weight_decay"],
+                 eps=group["eps"], maximize=group["maximize"], decoupled_weight_decay=group["decoupled_weight_decay"])
 
 
 def adam(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, foreach=None, capturable=False,

@@ -7,19 +7,17 @@ from __future__ import annotations
 
 import numpy as np
 
+from rtx.optim.adam import _check_adam_args
 from rtx.optim.optimizer import (
     Optimizer,
     _a,
     _advance,
-    _as_step_tensor,
     _bump,
     _grad_with_decay,
     _lerp_,
     _lr,
     _no_differentiable,
     _no_grad_step,
-    _scalar_state,
-    _zeros_like,
 )
 
 __all__ = ["Adamax", "adamax"]
@@ -28,48 +26,21 @@ __all__ = ["Adamax", "adamax"]
 class Adamax(Optimizer):
     def __init__(self, params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, foreach=None, *,
                  maximize=False, differentiable=False, capturable=False):
-        if not 0.0 <= _lr(lr):
-            raise ValueError(f"Invalid learning rate: {lr}")
-        if not 0.0 <= eps:
-            raise ValueError(f"Invalid epsilon value: {eps}")
-        if not 0.0 <= betas[0] < 1.0:
-            raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
-        if not 0.0 <= betas[1] < 1.0:
-            raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
-        if not 0.0 <= weight_decay:
-            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        _check_adam_args(lr, betas, eps, weight_decay)
         _no_differentiable(differentiable)
         defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, foreach=foreach, maximize=maximize,
                         differentiable=differentiable, capturable=capturable)
         super().__init__(params, defaults)
 
-    def __setstate__(self, state):
-        super().__setstate__(state)
-        for group in self.param_groups:
-            for key, value in (("foreach", None), ("maximize", False), ("differentiable", False),
-                               ("capturable", False)):
-                group.setdefault(key, value)
+    _group_defaults = {"foreach": None, "maximize": False, "differentiable": False, "capturable": False}
 
     @_no_grad_step
     def step(self, closure=None):
         for group in self.param_groups:
-            params, grads, exp_avgs, exp_infs, steps = [], [], [], [], []
-            for p in group["params"]:
-                if p.grad is None:
-                    continue
-                state = self.state[p]
-                if len(state) == 0:
-                    state["step"] = _scalar_state()
-                    state["exp_avg"] = _zeros_like(p)
-                    state["exp_inf"] = _zeros_like(p)
-                params.append(p)
-                grads.append(p.grad)
-                exp_avgs.append(state["exp_avg"])
-                exp_infs.append(state["exp_inf"])
-                steps.append(_as_step_tensor(state))
+            params, grads, states, steps = self._init_group(group, ("exp_avg", "exp_inf"))
             beta1, beta2 = group["betas"]
-            adamax(params, grads, exp_avgs, exp_infs, steps, eps=group["eps"], beta1=beta1, beta2=beta2,
-                   lr=group["lr"], weight_decay=group["weight_decay"], maximize=group["maximize"])
+            adamax(params, grads, states["exp_avg"], states["exp_inf"], steps, eps=group["eps"], beta1=beta1,
+                   beta2=beta2, lr=group["lr"], weight_decay=group["weight_decay"], maximize=group["maximize"])
 
 
 def adamax(params, grads, exp_avgs, exp_infs, state_steps, foreach=None, maximize=False, differentiable=False,

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from rtx.optim.adam import _check_adam_args
 from rtx.optim.optimizer import (
     Optimizer,
     _a,
     _advance,
-    _as_step_tensor,
     _bump,
     _grad_with_decay,
     _lerp_,
@@ -22,7 +22,6 @@ from rtx.optim.optimizer import (
     _no_differentiable,
     _no_grad_step,
     _scalar_state,
-    _zeros_like,
 )
 
 __all__ = ["NAdam", "nadam"]
@@ -32,16 +31,7 @@ class NAdam(Optimizer):
     def __init__(self, params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, momentum_decay=4e-3,
                  decoupled_weight_decay=False, *, foreach=None, maximize=False, capturable=False,
                  differentiable=False):
-        if not 0.0 <= _lr(lr):
-            raise ValueError(f"Invalid learning rate: {lr}")
-        if not 0.0 <= eps:
-            raise ValueError(f"Invalid epsilon value: {eps}")
-        if not 0.0 <= betas[0] < 1.0:
-            raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
-        if not 0.0 <= betas[1] < 1.0:
-            raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
-        if not 0.0 <= weight_decay:
-            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        _check_adam_args(lr, betas, eps, weight_decay)
         if not 0.0 <= momentum_decay:
             raise ValueError(f"Invalid momentum_decay value: {momentum_decay}")
         _no_differentiable(differentiable)
@@ -50,37 +40,23 @@ class NAdam(Optimizer):
                         capturable=capturable, differentiable=differentiable)
         super().__init__(params, defaults)
 
-    def __setstate__(self, state):
-        super().__setstate__(state)
-        for group in self.param_groups:
-            for key, value in (("maximize", False), ("foreach", None), ("capturable", False),
-                               ("differentiable", False), ("decoupled_weight_decay", False)):
-                group.setdefault(key, value)
+    _group_defaults = {"maximize": False, "foreach": None, "capturable": False, "differentiable": False,
+                       "decoupled_weight_decay": False}
 
     @_no_grad_step
     def step(self, closure=None):
         for group in self.param_groups:
-            params, grads, exp_avgs, exp_avg_sqs, mu_products, steps = [], [], [], [], [], []
-            for p in group["params"]:
-                if p.grad is None:
-                    continue
-                state = self.state[p]
-                if len(state) == 0:
-                    state["step"] = _scalar_state()
-                    state["mu_product"] = _scalar_state(1.0)
-                    state["exp_avg"] = _zeros_like(p)
-                    state["exp_avg_sq"] = _zeros_like(p)
-                params.append(p)
-                grads.append(p.grad)
-                exp_avgs.append(state["exp_avg"])
-                exp_avg_sqs.append(state["exp_avg_sq"])
-                mu_products.append(_as_step_tensor(state, "mu_product"))
-                steps.append(_as_step_tensor(state))
+            params, grads, states, steps = self._init_group(group, ("exp_avg", "exp_avg_sq"),
+                                                            extra={"mu_product": _mu_product_init})
             beta1, beta2 = group["betas"]
-            nadam(params, grads, exp_avgs, exp_avg_sqs, mu_products, steps, beta1=beta1, beta2=beta2,
-                  lr=group["lr"], weight_decay=group["weight_decay"], momentum_decay=group["momentum_decay"],
-                  eps=group["eps"], decoupled_weight_decay=group["decoupled_weight_decay"],
-                  maximize=group["maximize"])
+            nadam(params, grads, states["exp_avg"], states["exp_avg_sq"], states["mu_product"], steps, beta1=beta1,
+                  beta2=beta2, lr=group["lr"], weight_decay=group["weight_decay"],
+                  momentum_decay=group["momentum_decay"], eps=group["eps"],
+                  decoupled_weight_decay=group["decoupled_weight_decay"], maximize=group["maximize"])
+
+
+def _mu_product_init(p):
+    return _scalar_state(1.0)
 
 
 def nadam(params, grads, exp_avgs, exp_avg_sqs, mu_products, state_steps, decoupled_weight_decay=False,

@@ -167,11 +167,18 @@ class Optimizer:
     def __getstate__(self):
         return {"defaults": self.defaults, "state": self.state, "param_groups": self.param_groups}
 
+    # Options added to PyTorch's optimizers after their first release: a param group pickled or
+    # saved before them lacks the key, so __setstate__ fills it in (a subclass lists its own).
+    _group_defaults: dict[str, Any] = {}
+
     def __setstate__(self, state):
         self.__dict__.update(state)
         if "_optimizer_step_pre_hooks" not in self.__dict__:
             self._init_hooks()
         self.defaults.setdefault("differentiable", False)
+        for group in self.param_groups:
+            for key, value in self._group_defaults.items():
+                group.setdefault(key, value)
 
     def __repr__(self):
         s = self.__class__.__name__ + " ("
@@ -256,6 +263,42 @@ class Optimizer:
     def step(self, closure: Callable[[], Any] | None = None):
         """Perform one optimization step; `closure` re-evaluates the model and returns the loss."""
         raise NotImplementedError
+
+    def _init_group(self, group: dict, state_names=(), *, extra=None, step: bool = True):
+        """Gather one param group for a functional step: (params, grads, {name: [state]}, steps).
+
+        Parameters without a gradient are skipped. A parameter's state is created on its first
+        step (while it is empty): a float32 scalar 'step' (unless step=False), then each `extra`
+        entry, then a zeroed array for each of `state_names`, in that order (PyTorch's key order).
+        extra maps a name to init(p) -> Tensor, or to None for a state the functional creates
+        itself (SGD's momentum_buffer, gathered as None until then). Scalar states ('step',
+        'mu_product') are gathered through _as_step_tensor, which upgrades old numeric ones.
+        steps is [] when step=False. A group that keeps no state leaves self.state untouched."""
+        extra = extra or {}
+        params, grads = [], []
+        for p in group["params"]:
+            grad = p.grad
+            if grad is not None:
+                params.append(p)
+                grads.append(grad)
+        if not step and not extra and not state_names:
+            return params, grads, {}, []
+        # One comprehension per entry, not a loop over entries per parameter: this runs every step.
+        param_states = [self.state[p] for p in params]
+        if step or state_names or any(init is not None for init in extra.values()):
+            for p, state in zip(params, param_states):
+                if len(state) == 0:
+                    _new_state(state, p, state_names, extra=extra, step=step)
+        states = {}
+        for name in chain(extra, state_names):
+            if name in _SCALAR_STATE:
+                states[name] = [_as_step_tensor(state, name) for state in param_states]
+            elif name in extra and extra[name] is None:
+                states[name] = [state.get(name) for state in param_states]
+            else:
+                states[name] = [state[name] for state in param_states]
+        steps = [_as_step_tensor(state) for state in param_states] if step else []
+        return params, grads, states, steps
 
     # ---- hooks ----------------------------------------------------------------------------
     def _register(self, table: dict, hook, prepend=False) -> RemovableHandle:
@@ -427,6 +470,17 @@ def _as_step_tensor(state: dict, key: str = "step") -> Tensor:
     if not isinstance(v, Tensor):
         v = state[key] = _scalar_state(float(v))
     return v
+
+
+def _new_state(state: dict, p: Tensor, state_names=(), *, extra=None, step: bool = True) -> None:
+    """Fill a parameter's empty state as Optimizer._init_group describes."""
+    if step:
+        state["step"] = _scalar_state()
+    for name, init in (extra or {}).items():
+        if init is not None:
+            state[name] = init(p)
+    for name in state_names:
+        state[name] = _zeros_like(p)
 
 
 def _lr(lr):

@@ -14,19 +14,17 @@ import math
 
 import numpy as np
 
+from rtx.optim.adam import _check_adam_args
 from rtx.optim.optimizer import (
     Optimizer,
     _a,
     _advance,
-    _as_step_tensor,
     _bump,
     _grad_with_decay,
     _lerp_,
     _lr,
     _no_differentiable,
     _no_grad_step,
-    _scalar_state,
-    _zeros_like,
 )
 
 __all__ = ["RAdam", "radam"]
@@ -35,49 +33,23 @@ __all__ = ["RAdam", "radam"]
 class RAdam(Optimizer):
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, decoupled_weight_decay=False,
                  *, foreach=None, maximize=False, capturable=False, differentiable=False):
-        if not 0.0 <= _lr(lr):
-            raise ValueError(f"Invalid learning rate: {lr}")
-        if not 0.0 <= eps:
-            raise ValueError(f"Invalid epsilon value: {eps}")
-        if not 0.0 <= betas[0] < 1.0:
-            raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
-        if not 0.0 <= betas[1] < 1.0:
-            raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
-        if not 0.0 <= weight_decay:
-            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        _check_adam_args(lr, betas, eps, weight_decay)
         _no_differentiable(differentiable)
         defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, maximize=maximize, foreach=foreach,
                         capturable=capturable, decoupled_weight_decay=decoupled_weight_decay,
                         differentiable=differentiable)
         super().__init__(params, defaults)
 
-    def __setstate__(self, state):
-        super().__setstate__(state)
-        for group in self.param_groups:
-            for key, value in (("foreach", None), ("maximize", False), ("differentiable", False),
-                               ("decoupled_weight_decay", False), ("capturable", False)):
-                group.setdefault(key, value)
+    _group_defaults = {"foreach": None, "maximize": False, "differentiable": False, "decoupled_weight_decay": False,
+                       "capturable": False}
 
     @_no_grad_step
     def step(self, closure=None):
         for group in self.param_groups:
-            params, grads, exp_avgs, exp_avg_sqs, steps = [], [], [], [], []
-            for p in group["params"]:
-                if p.grad is None:
-                    continue
-                state = self.state[p]
-                if len(state) == 0:
-                    state["step"] = _scalar_state()
-                    state["exp_avg"] = _zeros_like(p)
-                    state["exp_avg_sq"] = _zeros_like(p)
-                params.append(p)
-                grads.append(p.grad)
-                exp_avgs.append(state["exp_avg"])
-                exp_avg_sqs.append(state["exp_avg_sq"])
-                steps.append(_as_step_tensor(state))
+            params, grads, states, steps = self._init_group(group, ("exp_avg", "exp_avg_sq"))
             beta1, beta2 = group["betas"]
-            radam(params, grads, exp_avgs, exp_avg_sqs, steps, beta1=beta1, beta2=beta2, lr=group["lr"],
-                  weight_decay=group["weight_decay"], eps=group["eps"], maximize=group["maximize"],
+            radam(params, grads, states["exp_avg"], states["exp_avg_sq"], steps, beta1=beta1, beta2=beta2,
+                  lr=group["lr"], weight_decay=group["weight_decay"], eps=group["eps"], maximize=group["maximize"],
                   decoupled_weight_decay=group["decoupled_weight_decay"])
 
 

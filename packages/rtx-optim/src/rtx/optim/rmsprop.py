@@ -13,15 +13,12 @@ from rtx.optim.optimizer import (
     Optimizer,
     _a,
     _advance,
-    _as_step_tensor,
     _bump,
     _grad_with_decay,
     _lerp_,
     _lr,
     _no_differentiable,
     _no_grad_step,
-    _scalar_state,
-    _zeros_like,
 )
 
 __all__ = ["RMSprop", "rmsprop"]
@@ -45,37 +42,17 @@ class RMSprop(Optimizer):
                         capturable=capturable, foreach=foreach, maximize=maximize, differentiable=differentiable)
         super().__init__(params, defaults)
 
-    def __setstate__(self, state):
-        super().__setstate__(state)
-        for group in self.param_groups:
-            for key, value in (("momentum", 0), ("centered", False), ("foreach", None), ("maximize", False),
-                               ("differentiable", False), ("capturable", False)):
-                group.setdefault(key, value)
+    _group_defaults = {"momentum": 0, "centered": False, "foreach": None, "maximize": False, "differentiable": False,
+                       "capturable": False}
 
     @_no_grad_step
     def step(self, closure=None):
         for group in self.param_groups:
-            params, grads, square_avgs, grad_avgs, bufs, steps = [], [], [], [], [], []
-            for p in group["params"]:
-                if p.grad is None:
-                    continue
-                state = self.state[p]
-                if len(state) == 0:
-                    state["step"] = _scalar_state()
-                    state["square_avg"] = _zeros_like(p)
-                    if group["momentum"] > 0:
-                        state["momentum_buffer"] = _zeros_like(p)
-                    if group["centered"]:
-                        state["grad_avg"] = _zeros_like(p)
-                params.append(p)
-                grads.append(p.grad)
-                square_avgs.append(state["square_avg"])
-                steps.append(_as_step_tensor(state))
-                if group["momentum"] > 0:
-                    bufs.append(state["momentum_buffer"])
-                if group["centered"]:
-                    grad_avgs.append(state["grad_avg"])
-            rmsprop(params, grads, square_avgs, grad_avgs, bufs, steps, lr=group["lr"], alpha=group["alpha"],
+            names = ("square_avg",) + (("momentum_buffer",) if group["momentum"] > 0 else ()) + (
+                ("grad_avg",) if group["centered"] else ())
+            params, grads, states, steps = self._init_group(group, names)
+            rmsprop(params, grads, states["square_avg"], states.get("grad_avg", []), states.get("momentum_buffer", []),
+                    steps, lr=group["lr"], alpha=group["alpha"],
                     eps=group["eps"], weight_decay=group["weight_decay"], momentum=group["momentum"],
                     centered=group["centered"], maximize=group["maximize"])
 

@@ -44,24 +44,16 @@ class SGD(Optimizer):
                         fused=fused)
         super().__init__(params, defaults)
 
-    def __setstate__(self, state):
-        super().__setstate__(state)
-        for group in self.param_groups:
-            for key, value in (("nesterov", False), ("maximize", False), ("foreach", None),
-                               ("differentiable", False), ("fused", False)):
-                group.setdefault(key, value)
+    _group_defaults = {"nesterov": False, "maximize": False, "foreach": None, "differentiable": False, "fused": False}
 
     @_no_grad_step
     def step(self, closure=None):
         for group in self.param_groups:
-            params, grads, bufs = [], [], []
             momentum = group["momentum"]
-            for p in group["params"]:
-                if p.grad is not None:
-                    params.append(p)
-                    grads.append(p.grad)
-                    if momentum != 0:
-                        bufs.append(self.state[p].get("momentum_buffer"))
+            # the buffer starts as None: sgd() creates it from the first gradient, as PyTorch does
+            params, grads, states, _ = self._init_group(
+                group, extra={"momentum_buffer": None} if momentum != 0 else None, step=False)
+            bufs = states.get("momentum_buffer", [])
             sgd(params, grads, bufs, weight_decay=group["weight_decay"], momentum=momentum, lr=group["lr"],
                 dampening=group["dampening"], nesterov=group["nesterov"], maximize=group["maximize"])
             if momentum != 0:
