@@ -136,6 +136,18 @@ def test_float32_and_mixed_dtypes():
     assert F.rms_norm(x, [8]).dtype == rtx.float32
 
 
+def test_batch_norm_float32_with_offset_mean():
+    # The training forward folds rstd, w, b and the mean into one scale and shift per channel
+    # (x * scale + shift): with a mean several standard deviations away from 0 it must still
+    # agree with the float64 reference to float32 accuracy.
+    x = (r(8, 6, 5, 5) * 0.5 + np.arange(6).reshape(1, 6, 1, 1) * 4.0).astype(np.float32)
+    w, b = r(6).astype(np.float32), r(6).astype(np.float32)
+    y = F.batch_norm(rtx.tensor(x), None, None, rtx.tensor(w), rtx.tensor(b), training=True)
+    assert y.dtype == rtx.float32
+    ref = np_batch_norm(x.astype(np.float64), w.astype(np.float64), b.astype(np.float64))
+    assert_close(y, ref.astype(np.float32), atol=2e-5, rtol=1e-5)
+
+
 # ---- running statistics -------------------------------------------------------------------------
 
 

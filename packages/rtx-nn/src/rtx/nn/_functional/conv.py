@@ -216,6 +216,36 @@ if hasattr(os, "register_at_fork"):  # a forked child (a DataLoader worker) has 
     os.register_at_fork(after_in_child=lambda: _blas.update(pool=None))
 
 
+# glibc malloc settings applied on the first CPU convolution (see _keep_freed_memory)
+_MMAP_THRESHOLD = 64 << 20
+_TRIM_THRESHOLD = 256 << 20
+
+
+def _keep_freed_memory():
+    """Have glibc's malloc serve arrays below 64 MB from its heap and keep up to 256 MB of freed
+    memory instead of returning it to the kernel. By default an array over 128 KB-32 MB is a
+    fresh mmap whose every page faults when first written and is unmapped when freed: a
+    ResNet-18 training step at batch 8 on 64x64 (2 threads) took ~5,000 page faults and ~20-35 ms
+    of system time per step that way, against ~0 and ~3 ms with these settings (measured, 10
+    steps, interleaved runs: median 187-193 vs 211-227 ms per step). The cost: a process keeps
+    up to 256 MB per malloc arena that it no longer uses. Skipped where the user chose malloc
+    settings (GLIBC_TUNABLES, MALLOC_MMAP_THRESHOLD_, MALLOC_TRIM_THRESHOLD_), with
+    RTX_KEEP_FREED_MEMORY=0, and off glibc."""
+    env = os.environ
+    if env.get("RTX_KEEP_FREED_MEMORY", "1") == "0" or "malloc" in env.get("GLIBC_TUNABLES", ""):
+        return False
+    if "MALLOC_MMAP_THRESHOLD_" in env or "MALLOC_TRIM_THRESHOLD_" in env:
+        return False
+    try:
+        import ctypes
+        libc = ctypes.CDLL(None)
+        mallopt, _ = libc.mallopt, libc.gnu_get_libc_version  # glibc only
+    except (OSError, AttributeError):
+        return False
+    M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3
+    return bool(mallopt(M_MMAP_THRESHOLD, _MMAP_THRESHOLD)) and bool(mallopt(M_TRIM_THRESHOLD, _TRIM_THRESHOLD))
+
+
 def _workers(arr):
     """How many chunks run side by side: on the CPU, as many as BLAS has threads, each chunk then
     running single-threaded BLAS (needs threadpoolctl; else 1). NumPy releases the GIL in its
@@ -228,6 +258,7 @@ def _workers(arr):
         return 1
     ctl = _blas["controller"]
     if ctl is None:
+        _keep_freed_memory()
         try:
             from threadpoolctl import ThreadpoolController
             ctl = ThreadpoolController().select(user_api="blas")
