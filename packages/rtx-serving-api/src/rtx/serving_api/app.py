@@ -147,15 +147,23 @@ def create_app(config: ServeConfig | None = None, *, registry=None, loader=load_
 
     # ---- inference -----------------------------------------------------------------------------------
 
-    async def v2_infer(request: Request, ctx: _Ctx):
+    async def tensor_request(request: Request, ctx: _Ctx):
+        """The shared start of v2 /infer and v1 :predict: (model, body, headers, reply), where reply
+        is the whole answer to an .npy body (the protocols differ only in their JSON forms), else None."""
         kind = content_kind(request)
         model = tensor_model(resolve(request, ctx, request.path_params["name"], request.path_params.get("version")))
         body = await read_body(request, config.max_body_bytes)
         headers = {"x-model-version": model.version}
-        if kind == "npy":
-            names, outs = await model.infer(parse_npy(body, model.signature), None)
-            data, media = npy_bytes(names, outs)
-            return Response(data, media_type=media, headers=headers)
+        if kind != "npy":
+            return model, body, headers, None
+        names, outs = await model.infer(parse_npy(body, model.signature), None)
+        data, media = npy_bytes(names, outs)
+        return model, body, headers, Response(data, media_type=media, headers=headers)
+
+    async def v2_infer(request: Request, ctx: _Ctx):
+        model, body, headers, reply = await tensor_request(request, ctx)
+        if reply is not None:
+            return reply
         feed, out_names, rid = parse_v2_request(parse_json(body), model.signature)
         names, outs = await model.infer(feed, out_names)
         return JSON(v2_response(model.name, model.version, names, outs, rid), headers=headers)
@@ -169,14 +177,9 @@ def create_app(config: ServeConfig | None = None, *, registry=None, loader=load_
         raise ServeError(404, f"unknown method ':{verb}'; this server supports :predict and :generate")
 
     async def v1_predict(request: Request, ctx: _Ctx):
-        kind = content_kind(request)
-        model = tensor_model(resolve(request, ctx, request.path_params["name"], request.path_params.get("version")))
-        body = await read_body(request, config.max_body_bytes)
-        headers = {"x-model-version": model.version}
-        if kind == "npy":
-            names, outs = await model.infer(parse_npy(body, model.signature), None)
-            data, media = npy_bytes(names, outs)
-            return Response(data, media_type=media, headers=headers)
+        model, body, headers, reply = await tensor_request(request, ctx)
+        if reply is not None:
+            return reply
         feed, fmt = parse_v1_request(parse_json(body), model.signature)
         names, outs = await model.infer(feed, None)
         return JSON(v1_response(names, outs, fmt), headers=headers)
