@@ -94,6 +94,18 @@ def epilogue(xp, attrs):
     return fn
 
 
+def _finish_buffered(finish, acc, shape_out, B, out_k):
+    """finish(acc, shape_out, out) into the step's output buffer B[out_k] (None: a fresh array each
+    call); the first call's result becomes that buffer, reused by the calls after it."""
+    if out_k is None:
+        return finish(acc, shape_out, None)
+    out = B[out_k]
+    res = finish(acc, shape_out, out)
+    if out is None:
+        B[out_k] = res
+    return res
+
+
 @builder("IntLinear")
 def build_int_linear(op, ctx):
     """x (..., K) integer -> (x - x_zp) @ w, w (K, N) the centered weights as float."""
@@ -120,11 +132,7 @@ def build_int_linear(op, ctx):
         if zp:
             xf -= zp
         xp.matmul(xf, w, out=acc)
-        out = B[out_k] if out_k is not None else None
-        res = finish(acc, lead + (N,), out)
-        if out_k is not None and out is None:
-            B[out_k] = res
-        v[o] = res
+        v[o] = _finish_buffered(finish, acc, lead + (N,), B, out_k)
     return step
 
 
@@ -155,11 +163,7 @@ def build_int_conv(op, ctx):
         cw, acc = ws
         N = q.shape[0]
         acc3 = cw.product(xp, w3, q, acc.reshape(N, O, cw.P), zp)
-        out = B[out_k] if out_k is not None else None
-        res = finish(acc3, acc.shape, out)
-        if out_k is not None and out is None:
-            B[out_k] = res
-        v[o] = res
+        v[o] = _finish_buffered(finish, acc3, acc.shape, B, out_k)
     return step
 
 
