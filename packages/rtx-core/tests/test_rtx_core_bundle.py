@@ -8,6 +8,7 @@ MODULES = [
     'rtx.config',
     'rtx.data',
     'rtx.demo',
+    'rtx.distributions',
     'rtx.graph',
     'rtx.kernel',
     'rtx.losses',

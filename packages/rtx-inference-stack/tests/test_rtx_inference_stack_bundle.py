@@ -8,6 +8,7 @@ MODULES = [
     'rtx.config',
     'rtx.data',
     'rtx.demo',
+    'rtx.distributions',
     'rtx.edge',
     'rtx.graph',
     'rtx.hub',

@@ -10,6 +10,7 @@ MODULES = [
     'rtx.data',
     'rtx.demo',
     'rtx.distributed',
+    'rtx.distributions',
     'rtx.federated',
     'rtx.flash_attn',
     'rtx.graph',

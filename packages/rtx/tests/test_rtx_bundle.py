@@ -10,6 +10,7 @@ MODULES = [
     'rtx.data',
     'rtx.demo',
     'rtx.distributed',
+    'rtx.distributions',
     'rtx.edge',
     'rtx.federated',
     'rtx.flash_attn',

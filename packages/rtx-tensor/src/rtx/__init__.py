@@ -33,8 +33,8 @@ _sys.modules.setdefault("rtx.return_types", return_types)  # named results pickl
 # Every subpackage DESIGN.md names, so a missing one gets a `pip install` hint.
 KNOWN_PACKAGES = (
     "runtime", "memory", "kernel", "autograd", "config", "nn", "losses", "optim", "data", "preprocessing",
-    "graph", "flash_attn", "transformers", "distributed", "federated", "compress", "rl", "onnx", "inference",
-    "edge", "hub", "monitoring", "serving_api", "streaming", "vision", "nlg", "multimodal", "diffuse",
+    "graph", "flash_attn", "transformers", "distributed", "distributions", "federated", "compress", "rl", "onnx",
+    "inference", "edge", "hub", "monitoring", "serving_api", "streaming", "vision", "nlg", "multimodal", "diffuse",
     "classical", "geom", "science", "cfd", "etl", "feature_store", "auto", "utils", "amp",
 )
 

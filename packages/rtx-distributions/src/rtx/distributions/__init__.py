@@ -1,0 +1,2 @@
+"""Probability distributions with PyTorch's torch.distributions API."""
+__version__ = "0.1.0"
