@@ -141,3 +141,41 @@ def test_no_rtx_name_resolves_on_the_public_index():
               if (p["name"] == "rtx" or p["name"].startswith("rtx-")) and "virtual" not in p["source"]
               if p["name"] not in MEMBERS or "editable" not in p["source"]]
     assert not strays, f"rtx* packages not taken from the workspace: {strays}"
+
+
+# Packages above rtx-tensor use its published extension API (rtx.extend) and public names,
+# never the private rtx._tensor modules, whose layout may change.
+_PRIVATE_TENSOR_IMPORT_ALLOWED = {
+    # The tracer patches rtx-tensor's op application to record; it moves onto a supported
+    # recording hook with the op registry (see docs/architecture.md, "One home per concept").
+    "packages/rtx-graph/src/rtx/graph/tracer.py",
+}
+
+
+def _private_tensor_imports(root):
+    found = []
+    for path in sorted(Path(root, "packages").glob("*/**/*.py")):
+        rel = path.relative_to(root).as_posix()
+        if rel.startswith("packages/rtx-tensor/") or rel in _PRIVATE_TENSOR_IMPORT_ALLOWED:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), rel)):
+            names = []
+            if isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module] + [f"{node.module}.{a.name}" for a in node.names if node.module == "rtx"]
+            elif isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            if any(n == "rtx._tensor" or n.startswith("rtx._tensor.") for n in names):
+                found.append(f"{rel}:{node.lineno}")
+    return found
+
+
+def test_no_package_imports_rtx_tensor_internals():
+    found = _private_tensor_imports(ROOT)
+    assert not found, "import rtx.extend (or public rtx names) instead of rtx._tensor.* in:\n" + "\n".join(found)
+
+
+def test_private_import_check_catches_one(tmp_path):
+    pkg = tmp_path / "packages" / "rtx-demo" / "src" / "rtx" / "demo"
+    pkg.mkdir(parents=True)
+    (pkg / "bad.py").write_text("def f():\n    from rtx._tensor.function import Primitive\n")
+    assert _private_tensor_imports(tmp_path) == ["packages/rtx-demo/src/rtx/demo/bad.py:2"]

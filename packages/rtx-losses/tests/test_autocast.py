@@ -10,7 +10,7 @@ import pytest
 
 import rtx
 import rtx.losses.functional as L
-from rtx._tensor import autocast_state as ac
+from rtx.extend import autocast as ac
 
 
 @contextlib.contextmanager

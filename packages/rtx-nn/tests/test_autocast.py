@@ -14,7 +14,7 @@ import pytest
 import rtx
 import rtx.nn as nn
 import rtx.nn.functional as F
-from rtx._tensor import autocast_state as ac
+from rtx.extend import autocast as ac
 
 TOL = {rtx.float16: 2.0 ** -10, rtx.bfloat16: 2.0 ** -7}
 NP = {rtx.float16: np.float16, rtx.bfloat16: ml_dtypes.bfloat16}

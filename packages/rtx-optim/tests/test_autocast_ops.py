@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 import rtx
-from rtx._tensor import autocast_state
 from rtx.amp import GradScaler, autocast, state
+from rtx.extend import autocast as autocast_state
 
 nn = pytest.importorskip("rtx.nn")
 F = pytest.importorskip("rtx.nn.functional")

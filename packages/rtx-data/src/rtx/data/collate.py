@@ -8,7 +8,7 @@ import numbers
 import numpy as np
 
 import rtx
-from rtx._tensor.tensor import Tensor
+from rtx.extend import Tensor
 
 
 def default_convert(data):

@@ -13,11 +13,11 @@ import queue
 import warnings
 
 import rtx
-from rtx._tensor.tensor import Tensor
 from rtx.data._worker import ExceptionWrapper, _IterableEnd, worker_loop
 from rtx.data.collate import default_collate, default_convert
 from rtx.data.dataset import IterableDataset
 from rtx.data.sampler import BatchSampler, RandomSampler, SequentialSampler
+from rtx.extend import Tensor
 
 _POLL_SECONDS = 1.0
 

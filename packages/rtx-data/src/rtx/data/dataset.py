@@ -7,7 +7,7 @@ import math
 import warnings
 
 import rtx
-from rtx._tensor.tensor import Tensor
+from rtx.extend import Tensor
 
 
 class Dataset:

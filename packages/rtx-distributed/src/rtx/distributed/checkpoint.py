@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import os
 
-from rtx._tensor.serialization import load, save
+from rtx import load, save
 from rtx.distributed.collectives import barrier
 from rtx.distributed.process_group import _resolve
 

@@ -9,8 +9,8 @@ Tensors must be contiguous (MPI and NCCL work on the tensor's own memory). A ran
 """
 from __future__ import annotations
 
-from rtx._tensor.tensor import Tensor
 from rtx.distributed.process_group import ReduceOp, Work, _resolve
+from rtx.extend import Tensor
 from rtx.runtime import array_module
 
 __all__ = ["all_gather", "all_gather_into_tensor", "all_gather_object", "all_reduce", "all_to_all",

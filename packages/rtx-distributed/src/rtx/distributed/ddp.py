@@ -27,9 +27,9 @@ from contextlib import contextmanager
 
 import numpy as np
 
-from rtx._tensor.tensor import Tensor
 from rtx.autograd.grad_mode import _state as _grad_state
 from rtx.distributed.process_group import ReduceOp, _resolve
+from rtx.extend import Tensor
 from rtx.nn.modules.module import Module
 from rtx.runtime import array_module
 

@@ -20,9 +20,8 @@ import math
 
 import numpy as np
 
-from rtx._tensor.function import Primitive
-from rtx._tensor.tensor import Tensor
 from rtx.autograd.grad_mode import _state
+from rtx.extend import Primitive, Tensor
 from rtx.flash_attn import _cpu, _dropout
 from rtx.runtime.random import generator_for
 

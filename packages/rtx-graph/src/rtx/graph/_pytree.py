@@ -1,7 +1,7 @@
 """Walking nested tuples, lists and dicts of tensors (the shapes of model inputs and outputs)."""
 from __future__ import annotations
 
-from rtx._tensor.tensor import Tensor
+from rtx.extend import Tensor
 
 
 def map_structure(obj, fn, leaf=lambda x: type(x) is Tensor):

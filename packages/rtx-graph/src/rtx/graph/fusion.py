@@ -14,8 +14,8 @@ import math
 
 import numpy as np
 
-from rtx._tensor.tensor import Tensor
 from rtx.autograd.grad_mode import _state
+from rtx.extend import Tensor
 from rtx.graph.symbolic import SymInt
 
 # op name -> (number of tensor-or-scalar operands, NumPy function, C expression template)

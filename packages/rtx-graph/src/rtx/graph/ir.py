@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from rtx._tensor.tensor import Tensor
+from rtx.extend import Tensor
 from rtx.graph._pytree import leaves, map_structure
 from rtx.graph.symbolic import SymArange, SymInt, has_symbols, resolve
 

@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from rtx._tensor.function import NO_GRAPH
-from rtx._tensor.tensor import Tensor
+from rtx.extend import NO_GRAPH, Tensor
 from rtx.graph._pytree import leaves, map_structure
 from rtx.graph.ir import ArrayOf, Value
 from rtx.graph.symbolic import SymArange, SymInt, has_symbols, resolve

@@ -607,7 +607,7 @@ class _Lowering:
 
 def _onnx_fn(rnode, names, n_inputs):
     """Run an rtx.onnx op-table node on arrays (as constant Tensors; no graph is recorded)."""
-    from rtx._tensor.tensor import Tensor
+    from rtx.extend import Tensor
     from rtx.onnx.load import UnsupportedOpError
 
     def wrap(a):

@@ -195,7 +195,7 @@ def _device_name(device):
 
 
 def _as_array(x, port):
-    from rtx._tensor.tensor import Tensor
+    from rtx.extend import Tensor
     if type(x) is Tensor:
         return x._data
     if isinstance(x, np.ndarray) or hasattr(x, "__cuda_array_interface__"):

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import rtx
 import rtx.nn.functional as F
-from rtx._tensor import autocast_state as _autocast
+from rtx.extend import autocast as _autocast
 from rtx.losses._reduction import apply_reduction, check_same_size, legacy_reduction
 
 __all__ = ["cross_entropy", "nll_loss", "binary_cross_entropy", "binary_cross_entropy_with_logits", "focal_loss",

@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from rtx._tensor import autocast_state as _autocast
-from rtx._tensor.function import Primitive
-from rtx._tensor.tensor import Tensor
+from rtx.extend import Primitive, Tensor
+from rtx.extend import autocast as _autocast
 from rtx.losses._reduction import apply_reduction
 
 __all__ = ["ctc_loss"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 import warnings
 
 import rtx
-from rtx._tensor import autocast_state as _autocast
+from rtx.extend import autocast as _autocast
 from rtx.losses._reduction import apply_reduction, legacy_reduction
 
 __all__ = ["kl_div"]

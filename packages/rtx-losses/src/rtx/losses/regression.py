@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import math
 
-from rtx._tensor import autocast_state as _autocast
+from rtx.extend import autocast as _autocast
 from rtx.losses._reduction import apply_reduction, check_same_size, legacy_reduction
 
 __all__ = ["mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "poisson_nll_loss", "gaussian_nll_loss"]

@@ -8,7 +8,7 @@ import warnings
 import numpy as np
 
 import rtx
-from rtx._tensor.tensor import Tensor
+from rtx.extend import Tensor
 from rtx.runtime.random import generator_for
 
 

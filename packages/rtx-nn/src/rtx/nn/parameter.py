@@ -7,7 +7,7 @@ fast paths test `type(t) is Tensor`, and ops on parameters must return plain Ten
 from __future__ import annotations
 
 import rtx
-from rtx._tensor.tensor import Tensor
+from rtx.extend import Tensor
 
 
 class _ParameterMeta(type):

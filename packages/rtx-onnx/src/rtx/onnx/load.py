@@ -23,7 +23,7 @@ import numpy as np
 
 import rtx
 from rtx import nn
-from rtx._tensor.tensor import Tensor
+from rtx.extend import Tensor
 from rtx.onnx._ops import OPS, arr, const, domain_of, is_grad_float, load_all
 
 __all__ = ["load", "ModelModule", "ONNXLoadError", "UnsupportedOpError", "read_model", "supported_ops"]

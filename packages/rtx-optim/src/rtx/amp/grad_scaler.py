@@ -16,7 +16,7 @@ from enum import Enum
 
 import numpy as np
 
-from rtx._tensor.tensor import Tensor
+from rtx.extend import Tensor
 from rtx.runtime.dtypes import float16
 
 __all__ = ["GradScaler", "OptState"]

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import math
 
-from rtx._tensor.tensor import Tensor
 from rtx.autograd.grad_mode import enable_grad, no_grad
+from rtx.extend import Tensor
 from rtx.optim.optimizer import Optimizer, _bump, _lr
 from rtx.runtime import array_module
 

@@ -13,7 +13,7 @@ from bisect import bisect_right
 from collections import Counter
 from functools import partial
 
-from rtx._tensor.tensor import Tensor
+from rtx.extend import Tensor
 from rtx.optim.optimizer import Optimizer
 
 __all__ = ["LambdaLR", "MultiplicativeLR", "StepLR", "MultiStepLR", "ConstantLR", "LinearLR", "ExponentialLR",

@@ -16,8 +16,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from rtx._tensor.tensor import Tensor
 from rtx.autograd.grad_mode import enable_grad, no_grad
+from rtx.extend import Tensor
 from rtx.runtime.dtypes import float32 as _float32
 
 __all__ = ["Optimizer", "register_optimizer_step_pre_hook", "register_optimizer_step_post_hook", "required"]

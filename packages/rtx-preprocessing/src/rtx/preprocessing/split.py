@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from rtx._tensor.tensor import Tensor
+from rtx.extend import Tensor
 
 
 def _index(x, idx):

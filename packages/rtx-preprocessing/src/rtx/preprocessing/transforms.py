@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 import rtx
-from rtx._tensor.tensor import Tensor
+from rtx.extend import Tensor
 from rtx.runtime.random import generator_for
 
 

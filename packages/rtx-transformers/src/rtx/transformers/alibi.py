@@ -14,7 +14,7 @@ import math
 
 import numpy as np
 
-from rtx._tensor.tensor import Tensor
+from rtx.extend import Tensor
 
 __all__ = ["alibi_slopes", "alibi_bias"]
 

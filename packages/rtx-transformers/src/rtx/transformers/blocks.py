@@ -16,7 +16,7 @@ import numpy as np
 
 import rtx
 import rtx.nn.functional as F
-from rtx._tensor.tensor import Tensor
+from rtx.extend import Tensor
 from rtx.nn import Linear, Module, Parameter, RMSNorm, init
 from rtx.runtime import array_module
 from rtx.transformers.activations import get_activation

@@ -18,8 +18,8 @@ cache used in training), the layer switches to plain concatenation so the graph 
 """
 from __future__ import annotations
 
-from rtx._tensor.tensor import Tensor
 from rtx.autograd.grad_mode import _state
+from rtx.extend import Tensor
 from rtx.runtime import array_module
 
 __all__ = ["KVCache"]

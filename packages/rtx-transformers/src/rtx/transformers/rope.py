@@ -18,7 +18,7 @@ import math
 import numpy as np
 
 import rtx
-from rtx._tensor.tensor import Tensor
+from rtx.extend import Tensor
 from rtx.runtime import array_module
 
 __all__ = ["RotaryEmbedding", "rotate_half", "apply_rotary_pos_emb", "rope_inv_freq"]

@@ -6,7 +6,7 @@ import numpy as np
 
 import rtx
 import rtx.nn.functional as F
-from rtx._tensor.tensor import Tensor
+from rtx.extend import Tensor
 from rtx.runtime import array_module
 from rtx.transformers.cache import KVCache
 

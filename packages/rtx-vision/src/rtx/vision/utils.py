@@ -7,7 +7,7 @@ import numpy as np
 from PIL import Image
 
 import rtx
-from rtx._tensor.tensor import Tensor
+from rtx.extend import Tensor
 
 __all__ = ["make_grid", "save_image"]
 

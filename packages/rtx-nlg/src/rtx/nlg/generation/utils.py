@@ -150,7 +150,7 @@ def _model_default(model, name):
 
 
 def _as_array(x, name):
-    from rtx._tensor.tensor import Tensor
+    from rtx.extend import Tensor
     if isinstance(x, Tensor):
         return x._data
     if isinstance(x, (list, tuple)):
@@ -170,7 +170,7 @@ def _xp(a):
 
 
 def _tensor(arr):
-    from rtx._tensor.tensor import Tensor
+    from rtx.extend import Tensor
     return Tensor._make(arr)
 
 

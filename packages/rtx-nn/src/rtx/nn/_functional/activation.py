@@ -17,12 +17,9 @@ import warnings
 
 import numpy as np
 
-from rtx._tensor import autocast_state as _autocast
-from rtx._tensor.function import Primitive
-from rtx._tensor.ops import inplace as _inplace
-from rtx._tensor.ops._util import cast, wrap_dim
-from rtx._tensor.tensor import Tensor
 from rtx.autograd.grad_mode import _state
+from rtx.extend import Primitive, Tensor, apply_inplace, cast, wrap_dim
+from rtx.extend import autocast as _autocast
 from rtx.runtime import dtypes as _dt
 from rtx.runtime.random import generator_for
 
@@ -51,8 +48,7 @@ def _float_only(input, op):
 
 def _in_place(fn, input, *args, **kwargs):
     """input <- fn(input): written into input's memory, taking over fn's history when recorded."""
-    source = _inplace._old_self(input) if _inplace._recording(input) else input
-    return _inplace.write_result(input, fn(source, *args, **kwargs))
+    return apply_inplace(input, fn, *args, **kwargs)
 
 
 def _mask(cond, like):
@@ -140,7 +136,7 @@ _Hardshrink = _pointwise(
 
 
 def _where(cond, a, b):
-    from rtx._tensor.ops.arith import where
+    from rtx import where
     return where(cond, a, b)
 
 

@@ -33,10 +33,8 @@ from typing import Callable
 import numpy as np
 
 import rtx
-from rtx._tensor import autocast_state as _autocast
-from rtx._tensor.function import Primitive
-from rtx._tensor.ops._util import cast
-from rtx._tensor.tensor import Tensor
+from rtx.extend import Primitive, Tensor, cast
+from rtx.extend import autocast as _autocast
 from rtx.nn._functional.dropout import dropout
 from rtx.nn._functional.linear import linear
 from rtx.runtime import array_module

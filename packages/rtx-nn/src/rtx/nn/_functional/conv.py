@@ -35,10 +35,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from rtx._tensor import autocast_state as _autocast
-from rtx._tensor.function import Primitive
-from rtx._tensor.ops._util import check_same_device
-from rtx._tensor.tensor import Tensor
+from rtx.extend import Primitive, Tensor, check_same_device
+from rtx.extend import autocast as _autocast
 from rtx.runtime.devices import array_module, device_of
 
 __all__ = ["conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d"]

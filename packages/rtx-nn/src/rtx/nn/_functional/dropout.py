@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import warnings
 
-from rtx._tensor.ops import inplace as _inplace
-from rtx._tensor.tensor import Tensor
+from rtx.extend import Tensor, apply_inplace
 from rtx.runtime.devices import array_module
 from rtx.runtime.random import generator_for
 
@@ -57,8 +56,7 @@ def _apply(input, p, training, inplace, noise_shape, alpha, op):
 def _finish(input, fn, inplace):
     if not inplace:
         return fn(input)
-    source = _inplace._old_self(input) if _inplace._recording(input) else input
-    return _inplace.write_result(input, fn(source))
+    return apply_inplace(input, fn)
 
 
 def _feature_shape(input):

@@ -12,9 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from rtx._tensor.function import Primitive
-from rtx._tensor.ops.shape import add_at
-from rtx._tensor.tensor import Tensor
+from rtx.extend import Primitive, Tensor, add_at
 from rtx.runtime.devices import array_module
 
 __all__ = ["embedding", "embedding_bag"]

@@ -2,9 +2,8 @@
 from __future__ import annotations
 
 import rtx
-from rtx._tensor import autocast_state as _autocast
-from rtx._tensor.function import Primitive
-from rtx._tensor.tensor import Tensor
+from rtx.extend import Primitive, Tensor
+from rtx.extend import autocast as _autocast
 from rtx.nn._functional.conv import one_blas_thread
 
 __all__ = ["linear", "bilinear"]

@@ -14,8 +14,7 @@ import math
 
 import numpy as np
 
-from rtx._tensor.function import Primitive
-from rtx._tensor.tensor import Tensor
+from rtx.extend import Primitive, Tensor
 from rtx.nn._functional.conv import Col2Im, Im2Col, _Geom, _ntuple, _out_shape, _prod, batched, check_float
 from rtx.runtime.devices import array_module
 

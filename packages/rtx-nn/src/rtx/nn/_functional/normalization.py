@@ -18,11 +18,9 @@ import numbers
 
 import numpy as np
 
-from rtx._tensor import autocast_state as _autocast
-from rtx._tensor.function import Primitive
-from rtx._tensor.ops._util import cast, sum_to
-from rtx._tensor.tensor import Tensor
 from rtx.autograd.grad_mode import _state
+from rtx.extend import Primitive, Tensor, cast, sum_to
+from rtx.extend import autocast as _autocast
 from rtx.runtime import dtypes as _dt
 
 __all__ = ["batch_norm", "instance_norm", "layer_norm", "group_norm", "rms_norm", "local_response_norm"]
@@ -396,7 +394,7 @@ def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):
         raise ValueError(f"Expected 3D or higher dimensionality input (got {dim} dimensions)")
     if input.numel() == 0:
         return input
-    from rtx._tensor.ops.shape import cat
+    from rtx import cat
     sq = input * input
     C = input.shape[1]
     front, back = size // 2, (size - 1) // 2

@@ -13,8 +13,7 @@ import itertools
 
 import numpy as np
 
-from rtx._tensor.function import Primitive
-from rtx._tensor.tensor import Tensor
+from rtx.extend import Primitive, Tensor
 from rtx.nn._functional.conv import _ntuple, batched, check_float, crop, pad_zeros
 from rtx.runtime.devices import array_module
 

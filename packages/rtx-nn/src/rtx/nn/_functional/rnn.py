@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 import rtx
-from rtx._tensor.tensor import Tensor
+from rtx.extend import Tensor
 from rtx.nn._functional.dropout import dropout as _dropout
 from rtx.nn._functional.linear import linear
 from rtx.runtime import array_module

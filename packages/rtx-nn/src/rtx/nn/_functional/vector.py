@@ -8,10 +8,8 @@ import math
 import numpy as np
 
 import rtx
-from rtx._tensor import autocast_state as _autocast
-from rtx._tensor.function import Primitive
-from rtx._tensor.ops._util import cast, dims
-from rtx._tensor.tensor import Tensor
+from rtx.extend import Primitive, Tensor, cast, dims
+from rtx.extend import autocast as _autocast
 from rtx.runtime import array_module
 from rtx.runtime import dtypes as _dt
 

@@ -3,8 +3,8 @@ grad_output (when backward reaches the outputs) and grad_input (when it reaches 
 then call hook(module, grad_input, grad_output), as PyTorch's BackwardHook does."""
 from __future__ import annotations
 
-from rtx._tensor.tensor import Tensor
 from rtx.autograd import Function
+from rtx.extend import Tensor
 
 
 class _Identity(Function):

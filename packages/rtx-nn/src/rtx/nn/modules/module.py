@@ -6,7 +6,7 @@ import itertools
 from collections import OrderedDict, namedtuple
 
 import rtx
-from rtx._tensor.tensor import Tensor
+from rtx.extend import Tensor
 from rtx.nn.parameter import Parameter, is_parameter
 
 
@@ -324,7 +324,7 @@ class Module:
         return self
 
     def to(self, *args, **kwargs):
-        from rtx._tensor.ops.convert import _parse_to
+        from rtx.extend import parse_to as _parse_to
         dev, dtype, _ = _parse_to(args, dict(kwargs))
         if dtype is not None:
             dtype = rtx.runtime.as_dtype(dtype)

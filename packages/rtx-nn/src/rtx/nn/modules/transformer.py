@@ -17,8 +17,8 @@ from __future__ import annotations
 import copy
 
 import rtx
-from rtx._tensor.tensor import Tensor
 from rtx.autograd.grad_mode import is_grad_enabled
+from rtx.extend import Tensor
 from rtx.nn import functional as F
 from rtx.nn import init
 from rtx.nn.modules.activation import GELU, ReLU

@@ -10,7 +10,7 @@ import warnings
 import numpy as np
 
 import rtx
-from rtx._tensor.tensor import Tensor
+from rtx.extend import Tensor
 from rtx.runtime.devices import array_module
 
 __all__ = ["clip_grad_norm", "clip_grad_norm_", "clip_grad_value_", "clip_grads_with_norm_", "get_total_norm"]

@@ -1,7 +1,7 @@
 """parameters_to_vector and vector_to_parameters."""
 from __future__ import annotations
 
-from rtx._tensor.tensor import Tensor
+from rtx.extend import Tensor
 
 __all__ = ["parameters_to_vector", "vector_to_parameters"]
 
@@ -14,7 +14,7 @@ def _check_param_device(param, old_device):
 
 def parameters_to_vector(parameters):
     """All parameters flattened and concatenated into one 1-D tensor (differentiable)."""
-    from rtx._tensor.ops.shape import cat
+    from rtx import cat
     device = None
     vec = []
     for param in parameters:

@@ -15,8 +15,7 @@ from typing import NamedTuple
 import numpy as np
 
 import rtx
-from rtx._tensor.function import Primitive
-from rtx._tensor.tensor import Tensor
+from rtx.extend import Primitive, Tensor
 from rtx.runtime import array_module
 
 __all__ = ["PackedSequence", "pack_padded_sequence", "pad_packed_sequence", "pad_sequence", "pack_sequence",

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from rtx._tensor.tensor import Tensor
+from rtx.extend import Tensor
 
 OPS: dict = {}
 

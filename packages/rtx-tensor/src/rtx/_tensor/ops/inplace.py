@@ -102,10 +102,16 @@ def inplace_binary(fn, ufunc=None):
     return method
 
 
+def apply_inplace(self, fn, *args, **kwargs):
+    """self <- fn(self, *args, **kwargs): the out-of-place fn's result written into self's memory,
+    taking over fn's history when a graph is recorded (how F.relu(x, inplace=True) is built)."""
+    source = _old_self(self) if _recording(self) else self
+    return write_result(self, fn(source, *args, **kwargs))
+
+
 def inplace_unary(fn):
     def method(self, *args, **kwargs):
-        source = _old_self(self) if _recording(self) else self
-        return write_result(self, fn(source, *args, **kwargs))
+        return apply_inplace(self, fn, *args, **kwargs)
     method.__name__ = fn.__name__ + "_"
     return method
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 import rtx
-from rtx._tensor.tensor import Tensor
+from rtx.extend import Tensor
 
 __all__ = ["nms", "batched_nms", "box_area", "box_iou", "generalized_box_iou", "box_convert",
            "clip_boxes_to_image", "remove_small_boxes"]

@@ -14,8 +14,7 @@ import math
 import numpy as np
 
 import rtx.nn as nn
-from rtx._tensor.function import Primitive
-from rtx._tensor.tensor import Tensor
+from rtx.extend import Primitive, Tensor
 from rtx.runtime.devices import array_module
 
 __all__ = ["roi_align", "RoIAlign"]

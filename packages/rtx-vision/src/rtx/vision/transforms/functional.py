@@ -19,7 +19,7 @@ import numpy as np
 from PIL import Image, ImageEnhance
 
 import rtx
-from rtx._tensor.tensor import Tensor
+from rtx.extend import Tensor
 from rtx.vision.transforms import _array as K
 
 __all__ = ["InterpolationMode", "get_dimensions", "get_image_size", "get_image_num_channels", "to_tensor",

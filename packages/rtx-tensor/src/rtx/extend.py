@@ -1,0 +1,32 @@
+"""rtx.extend: the supported API for packages that build new ops on rtx-tensor.
+
+Everything a layer, loss, kernel wrapper or graph tool needs beyond the PyTorch-shaped public API
+(`rtx.Tensor`, `rtx.cat`, `rtx.where`, ...) is published here, so no package above rtx-tensor
+imports the private `rtx._tensor.*` modules (their layout may change; this module's names do not):
+
+- `Primitive`: the base of every op. Subclass it with `forward(ctx, *inputs, **attrs)` on arrays
+  and `backward(ctx, *grads)` in Tensor ops (so double backward works); call `Op.apply(...)`.
+  `NO_GRAPH` is the ctx forward receives when no graph is recorded.
+- Operand helpers: `cast(t, np_dtype)` (a differentiable dtype cast), `xp_of(t)` (NumPy or CuPy),
+  `dims(dim, ndim, op)` (normalised tuple of dims), `wrap_dim(dim, ndim)`, `sum_to(grad, shape)`
+  (undo broadcasting in a backward), `check_same_device(a, b, op)`, `add_at(out, index, values)`
+  (scatter-add on either array module), `parse_to(args, kwargs)` (Tensor.to's argument parsing).
+- In-place ops: `apply_inplace(x, fn, *args)` writes fn(x, *args) into x (F.relu(x, inplace=True));
+  `write_result(self, result)` makes `self` hold `result` (values, version bump and
+  history, as PyTorch's in-place ops do); `inplace_binary` / `inplace_unary` build `x.op_` methods.
+- `autocast`: the thread-local autocast state ops consult (`lower`, `fp32`, `is_autocast_enabled`,
+  `get_autocast_dtype`, ...); rtx.amp is its user-facing front.
+- Dtype tables live in `rtx.runtime.dtypes` (a public module of rtx-runtime).
+"""
+from rtx._tensor import autocast_state as autocast
+from rtx._tensor.function import NO_GRAPH, Primitive
+from rtx._tensor.ops._util import cast, check_same_device, dev_of, dims, sum_to, wrap_dim, xp_of
+from rtx._tensor.ops.convert import _parse_to as parse_to
+from rtx._tensor.ops.inplace import apply_inplace, inplace_binary, inplace_unary, write_result
+from rtx._tensor.ops.shape import add_at
+from rtx._tensor.tensor import Size, Tensor
+
+__all__ = [
+    "NO_GRAPH", "Primitive", "Size", "Tensor", "add_at", "apply_inplace", "autocast", "cast", "check_same_device",
+    "dev_of", "dims", "inplace_binary", "inplace_unary", "parse_to", "sum_to", "wrap_dim", "write_result", "xp_of",
+]
