@@ -76,47 +76,47 @@ def _nan_to_num_array(a, nan, posinf, neginf):
 
 # name: (forward on arrays, d/dx as g, x, y -> Tensor, promotes ints to float)
 UNARY = {
-    "neg": (np.negative, lambda g, x, y: -g, False),
-    "exp": (np.exp, lambda g, x, y: g * y, True),
-    "exp2": (np.exp2, lambda g, x, y: g * y * math.log(2.0), True),
-    "expm1": (np.expm1, lambda g, x, y: g * (y + 1), True),
-    "log": (np.log, lambda g, x, y: g / x, True),
-    "log2": (np.log2, lambda g, x, y: g / (x * math.log(2.0)), True),
-    "log10": (np.log10, lambda g, x, y: g / (x * math.log(10.0)), True),
-    "log1p": (np.log1p, lambda g, x, y: g / (x + 1), True),
-    "sqrt": (np.sqrt, lambda g, x, y: g / (2 * y), True),
-    "rsqrt": (lambda a: 1 / np.sqrt(a), lambda g, x, y: -0.5 * g * y * y * y, True),
-    "sin": (np.sin, lambda g, x, y: g * x.cos(), True),
-    "cos": (np.cos, lambda g, x, y: -g * x.sin(), True),
-    "tan": (np.tan, lambda g, x, y: g * (1 + y * y), True),
-    "asin": (np.arcsin, lambda g, x, y: g * (1 - x * x).rsqrt(), True),
-    "acos": (np.arccos, lambda g, x, y: -g * (1 - x * x).rsqrt(), True),
-    "atan": (np.arctan, lambda g, x, y: g / (1 + x * x), True),
-    "sinh": (np.sinh, lambda g, x, y: g * x.cosh(), True),
-    "cosh": (np.cosh, lambda g, x, y: g * x.sinh(), True),
-    "tanh": (np.tanh, lambda g, x, y: g * (1 - y * y), True),
-    "asinh": (np.arcsinh, lambda g, x, y: g * (x * x + 1).rsqrt(), True),
-    "acosh": (np.arccosh, lambda g, x, y: g * (x * x - 1).rsqrt(), True),
-    "atanh": (np.arctanh, lambda g, x, y: g / (1 - x * x), True),
-    "sigmoid": (_sigmoid, lambda g, x, y: g * y * (1 - y), True),
-    "reciprocal": (lambda a: 1 / a, lambda g, x, y: -g * y * y, True),
-    "square": (np.square, lambda g, x, y: 2 * g * x, False),
-    "abs": (np.abs, lambda g, x, y: g * x.sgn(), False),
-    "sign": (np.sign, lambda g, x, y: g * 0, False),
-    "sgn": (_sgn, _sgn_grad, False),
-    "floor": (_int_identity(np.floor), lambda g, x, y: g * 0, False),
-    "ceil": (_int_identity(np.ceil), lambda g, x, y: g * 0, False),
-    "trunc": (_int_identity(np.trunc), lambda g, x, y: g * 0, False),
-    "frac": (lambda a: a - np.trunc(a), lambda g, x, y: g, False),
-    "erf": (_kernel("erf"), lambda g, x, y: g * (2 / math.sqrt(math.pi)) * (-x * x).exp(), True),
-    "erfc": (_kernel("erfc"), lambda g, x, y: -g * (2 / math.sqrt(math.pi)) * (-x * x).exp(), True),
-    "erfinv": (_kernel("erfinv"), lambda g, x, y: g * (math.sqrt(math.pi) / 2) * (y * y).exp(), True),
-    "lgamma": (_kernel("lgamma"), lambda g, x, y: g * x.digamma(), True),
-    "digamma": (_kernel("digamma"), None, True),
-    "relu": (lambda a: np.maximum(a, 0), lambda g, x, y: g * (y > 0).to(g.dtype), False),
-    "sinc": (np.sinc, _sinc_grad, True),
-    "deg2rad": (lambda a: a * (math.pi / 180), lambda g, x, y: g * (math.pi / 180), True),
-    "rad2deg": (lambda a: a * (180 / math.pi), lambda g, x, y: g * (180 / math.pi), True),
+    "neg": (np.negative, lambda g, x, y: -g, "", False),
+    "exp": (np.exp, lambda g, x, y: g * y, "y", True),
+    "exp2": (np.exp2, lambda g, x, y: g * y * math.log(2.0), "y", True),
+    "expm1": (np.expm1, lambda g, x, y: g * (y + 1), "y", True),
+    "log": (np.log, lambda g, x, y: g / x, "x", True),
+    "log2": (np.log2, lambda g, x, y: g / (x * math.log(2.0)), "x", True),
+    "log10": (np.log10, lambda g, x, y: g / (x * math.log(10.0)), "x", True),
+    "log1p": (np.log1p, lambda g, x, y: g / (x + 1), "x", True),
+    "sqrt": (np.sqrt, lambda g, x, y: g / (2 * y), "y", True),
+    "rsqrt": (lambda a: 1 / np.sqrt(a), lambda g, x, y: -0.5 * g * y * y * y, "y", True),
+    "sin": (np.sin, lambda g, x, y: g * x.cos(), "x", True),
+    "cos": (np.cos, lambda g, x, y: -g * x.sin(), "x", True),
+    "tan": (np.tan, lambda g, x, y: g * (1 + y * y), "y", True),
+    "asin": (np.arcsin, lambda g, x, y: g * (1 - x * x).rsqrt(), "x", True),
+    "acos": (np.arccos, lambda g, x, y: -g * (1 - x * x).rsqrt(), "x", True),
+    "atan": (np.arctan, lambda g, x, y: g / (1 + x * x), "x", True),
+    "sinh": (np.sinh, lambda g, x, y: g * x.cosh(), "x", True),
+    "cosh": (np.cosh, lambda g, x, y: g * x.sinh(), "x", True),
+    "tanh": (np.tanh, lambda g, x, y: g * (1 - y * y), "y", True),
+    "asinh": (np.arcsinh, lambda g, x, y: g * (x * x + 1).rsqrt(), "x", True),
+    "acosh": (np.arccosh, lambda g, x, y: g * (x * x - 1).rsqrt(), "x", True),
+    "atanh": (np.arctanh, lambda g, x, y: g / (1 - x * x), "x", True),
+    "sigmoid": (_sigmoid, lambda g, x, y: g * y * (1 - y), "y", True),
+    "reciprocal": (lambda a: 1 / a, lambda g, x, y: -g * y * y, "y", True),
+    "square": (np.square, lambda g, x, y: 2 * g * x, "x", False),
+    "abs": (np.abs, lambda g, x, y: g * x.sgn(), "x", False),
+    "sign": (np.sign, lambda g, x, y: g * 0, "", False),
+    "sgn": (_sgn, _sgn_grad, "xy", False),
+    "floor": (_int_identity(np.floor), lambda g, x, y: g * 0, "", False),
+    "ceil": (_int_identity(np.ceil), lambda g, x, y: g * 0, "", False),
+    "trunc": (_int_identity(np.trunc), lambda g, x, y: g * 0, "", False),
+    "frac": (lambda a: a - np.trunc(a), lambda g, x, y: g, "", False),
+    "erf": (_kernel("erf"), lambda g, x, y: g * (2 / math.sqrt(math.pi)) * (-x * x).exp(), "x", True),
+    "erfc": (_kernel("erfc"), lambda g, x, y: -g * (2 / math.sqrt(math.pi)) * (-x * x).exp(), "x", True),
+    "erfinv": (_kernel("erfinv"), lambda g, x, y: g * (math.sqrt(math.pi) / 2) * (y * y).exp(), "y", True),
+    "lgamma": (_kernel("lgamma"), lambda g, x, y: g * x.digamma(), "x", True),
+    "digamma": (_kernel("digamma"), None, "", True),
+    "relu": (lambda a: np.maximum(a, 0), lambda g, x, y: g * (y > 0).to(g.dtype), "y", False),
+    "sinc": (np.sinc, _sinc_grad, "xy", True),
+    "deg2rad": (lambda a: a * (math.pi / 180), lambda g, x, y: g * (math.pi / 180), "", True),
+    "rad2deg": (lambda a: a * (180 / math.pi), lambda g, x, y: g * (180 / math.pi), "", True),
 }
 
 # Complex-differentiable ops: their derivative row is conjugated for complex inputs.
@@ -135,9 +135,11 @@ _REFUSE = {
 OPS = {}
 
 
-def _make(name, fwd, deriv, promote):
-    saves_y = deriv is not None and _uses(deriv, "y")
-    saves_x = deriv is not None and _uses(deriv, "x")
+def _make(name, fwd, deriv, needs, promote):
+    if not set(needs) <= {"x", "y"}:
+        raise ValueError(f"{name}: the derivative's needs are a subset of 'xy', got {needs!r}")
+    saves_x = "x" in needs
+    saves_y = "y" in needs
     holomorphic = name in HOLOMORPHIC
     refuse = _REFUSE.get(name)
 
@@ -181,16 +183,8 @@ def _make(name, fwd, deriv, promote):
     return op
 
 
-def _uses(fn, var):
-    # Which of x / y the derivative reads, so forward saves only what backward needs.
-    import dis
-    return any(ins.opname in ("LOAD_FAST", "LOAD_DEREF", "LOAD_FAST_LOAD_FAST") and
-               (ins.argval == var or (isinstance(ins.argval, tuple) and var in ins.argval))
-               for ins in dis.get_instructions(fn))
-
-
-for _name, (_fwd, _deriv, _promote) in UNARY.items():
-    OPS[_name] = _make(_name, _fwd, _deriv, _promote)
+for _name, (_fwd, _deriv, _needs, _promote) in UNARY.items():
+    OPS[_name] = _make(_name, _fwd, _deriv, _needs, _promote)
 
 globals().update(OPS)
 negative = OPS["neg"]
@@ -208,7 +202,7 @@ def round(input, *, decimals=0):
     return _round0(input * scale) / scale
 
 
-_round0 = _make("round", _int_identity(np.round), lambda g, x, y: g * 0, False)
+_round0 = _make("round", _int_identity(np.round), lambda g, x, y: g * 0, "", False)
 
 
 def _floating(input):
