@@ -9,7 +9,7 @@ from onnx import TensorProto
 
 import rtx
 import rtx.nn as nn
-from rtx.hub import ModelNotFoundError, Registry, RegistryError
+from rtx.hub import ModelNotFoundError, Registry, RegistryError, register_class
 
 
 def test_register_onnx_file_reads_signature_and_writes_layout(registry, onnx_file):
@@ -70,6 +70,7 @@ def test_register_rtx_checkpoint_and_load_it(registry, tmp_path):
     np.testing.assert_array_equal(back["model"]["w"].numpy(), ckpt["model"]["w"].numpy())
 
 
+@register_class  # a test's class: load() rebuilds only allowed classes (see test_trust.py)
 class TwoLayer(nn.Module):
     def __init__(self, d_in, hidden, d_out=2):
         super().__init__()

@@ -17,3 +17,14 @@ class IntegrityError(RegistryError):
     def __init__(self, message: str, *, path=None, expected: str | None = None, found: str | None = None):
         super().__init__(message)
         self.path, self.expected, self.found = path, expected, found
+
+
+class UntrustedClassError(RegistryError):
+    """A checkpoint names a class that may not be built from a registry file: not rtx's own, not
+    registered (rtx.hub.register_class or the entry point group rtx.hub.classes), and no
+    trust_remote_code=True; or the name resolves to something that is not an rtx.nn.Module
+    subclass. Raised before anything is imported or called. Attribute: class_path (the text)."""
+
+    def __init__(self, message: str, *, class_path=None):
+        super().__init__(message)
+        self.class_path = class_path

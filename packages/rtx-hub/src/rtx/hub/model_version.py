@@ -2,12 +2,12 @@
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import json
 from pathlib import Path
 
 from rtx.hub.errors import IntegrityError, ModelNotFoundError, RegistryError
 from rtx.hub.fsutil import sha256_file
+from rtx.hub.trust import check_json_args, resolve_class
 
 MODULE_FORMAT = "rtx-module/1"  # the checkpoint layout Registry.register writes for an in-memory module
 
@@ -62,10 +62,13 @@ class ModelVersion:
                                  path=self.artifact, expected=self.sha256, found=found)
         return self.artifact
 
-    def load(self, *, raw: bool = False, map_location=None):
+    def load(self, *, raw: bool = False, map_location=None, trust_remote_code: bool = False):
         """verify(), then: ONNX -> the artifact's path (a str, for onnxruntime or rtx.inference);
         rtx -> rtx.load(artifact). A module registered in memory comes back as that module (its class
-        imported and built with the arguments saved at registration, then load_state_dict);
+        built with the arguments saved at registration, then load_state_dict) if the class is allowed:
+        rtx's own, registered with rtx.hub.register_class or the entry point group rtx.hub.classes;
+        any other class raises UntrustedClassError before it is imported, unless trust_remote_code=True
+        (only for registries whose writers you trust: the file decides what code runs).
         raw=True returns the checkpoint dict instead. map_location goes to rtx.load."""
         path = self.verify()
         if self.format == "onnx":
@@ -75,7 +78,7 @@ class ModelVersion:
         obj = rtx.load(path, map_location=map_location)
         if raw or not (isinstance(obj, dict) and obj.get("format") == MODULE_FORMAT):
             return obj
-        return rebuild_module(obj, self.uri)
+        return rebuild_module(obj, self.uri, trust_remote_code=trust_remote_code)
 
     def to_dict(self) -> dict:
         """JSON-ready fields (the card is left out: it is the README's text)."""
@@ -111,20 +114,19 @@ class ModelVersion:
                                 "edited or damaged outside rtx.hub") from None
 
 
-def rebuild_module(ckpt: dict, uri: str):
-    """An nn.Module from an rtx-module/1 checkpoint: import the class, build it, load the weights."""
+def rebuild_module(ckpt: dict, uri: str, *, trust_remote_code: bool = False):
+    """An nn.Module from an rtx-module/1 checkpoint: check the class against the allow-list
+    (rtx.hub.trust) and the arguments are JSON values, build it, load the weights. Nothing named by
+    the file is imported or called before both checks pass."""
     where = ckpt.get("class", "")
-    mod_name, _, qual = where.partition(":")
+    args, kwargs = check_json_args(ckpt.get("args") or [], ckpt.get("kwargs") or {}, uri)
     try:
-        obj = importlib.import_module(mod_name)
-        for part in qual.split("."):
-            obj = getattr(obj, part)
-    except (ImportError, AttributeError, ValueError) as e:
+        cls = resolve_class(where, uri, trust_remote_code=trust_remote_code)
+    except (ImportError, AttributeError) as e:  # trust_remote_code=True and the class is not importable
         raise RegistryError(f"{uri}: cannot import the module class {where!r} ({type(e).__name__}: {e}); make it "
                             "importable, or load(raw=True) and call load_state_dict on a model you build") from None
-    args, kwargs = list(ckpt.get("args") or []), dict(ckpt.get("kwargs") or {})
     try:
-        module = obj(*args, **kwargs)
+        module = cls(*args, **kwargs)
     except TypeError as e:
         raise RegistryError(f"{uri}: cannot build {where} from the saved arguments args={args} kwargs={kwargs} "
                             f"({e}); register it with module_args=/module_kwargs=, or load(raw=True) and call "

@@ -29,6 +29,7 @@ from rtx.hub.fsutil import copy_hashed, locked, sha256_file, write_atomic, write
 from rtx.hub.model_version import MODULE_FORMAT, ModelVersion
 from rtx.hub.semver import check_version, same_precedence, sort_key
 from rtx.hub.signature import check_signature, example_signature, onnx_signature
+from rtx.hub.trust import check_json_args
 
 STAGES = ("staging", "production", "archived")
 # One path component, starting with a letter or digit: no "/", no "..", no hidden names.
@@ -297,10 +298,12 @@ class Registry:
 
             fmt, artifact = "rtx", tmp / "model.rtx"
             cls = type(obj)
+            # load() rebuilds only from JSON values: refuse now what could never be rebuilt
+            module_args, module_kwargs = check_json_args(module_args or [], module_kwargs or {}, "register")
             if example_inputs is not None and signature is None:
                 signature = example_signature(obj, example_inputs)
             ckpt = {"format": MODULE_FORMAT, "class": f"{cls.__module__}:{cls.__qualname__}",
-                    "args": list(module_args or []), "kwargs": dict(module_kwargs or {}), "model": obj.state_dict()}
+                    "args": module_args, "kwargs": module_kwargs, "model": obj.state_dict()}
             try:
                 rtx.save(ckpt, artifact)
             except TypeError as e:
