@@ -179,3 +179,46 @@ def test_private_import_check_catches_one(tmp_path):
     pkg.mkdir(parents=True)
     (pkg / "bad.py").write_text("def f():\n    from rtx._tensor.function import Primitive\n")
     assert _private_tensor_imports(tmp_path) == ["packages/rtx-demo/src/rtx/demo/bad.py:2"]
+
+
+# rtx-core is what a PyTorch user installs to train models: its closure is the foundation and
+# core layers' own needs (NumPy, safetensors, ml_dtypes, threadpoolctl), within NumPy's own size
+# + 15 MB. ci/release-matrix measures the same in fresh venvs from the built wheels.
+def test_rtx_core_install_stays_lean():
+    closure = ws.installed_closure("rtx-core")
+    heavy = {"scikit-learn", "scipy", "networkx", "matplotlib", "onnx", "onnxruntime", "pillow"} & closure
+    assert not heavy, f"rtx-core pulls {sorted(heavy)}"
+    size = sum(ws.installed_bytes(d) for d in closure)
+    budget = ws.installed_bytes("numpy") + 15 * 2**20
+    assert size <= budget, f"rtx-core installs {size / 2**20:.1f} MB, budget {budget / 2**20:.1f} MB"
+
+
+def test_install_hints_name_only_packages_that_exist():
+    import rtx
+
+    ms = ws.members()
+    subpackages = {ws.import_name(n).removeprefix("rtx.") for n, info in ms.items()
+                   if not info["meta"] and n != "rtx-tensor"}
+    known = set(rtx.KNOWN_PACKAGES)
+    for name in known:
+        assert rtx._dist(name) in ms, f"rtx.{name}'s hint names {rtx._dist(name)}, which is not a workspace member"
+    assert subpackages <= known, f"no install hint for {sorted(subpackages - known)}"
+
+
+def test_rtx_help_knows_every_command():
+    from rtx.runtime import cli
+
+    declared = {}
+    for name, info in ws.members().items():
+        data = ws.read_pyproject(info["path"] / "pyproject.toml")
+        for cmd in data["project"].get("entry-points", {}).get("rtx.commands", {}):
+            declared[cmd] = name
+    assert declared, "no rtx.commands entry points found"
+    for cmd, dist in declared.items():
+        if dist != "rtx-runtime":
+            assert cli.KNOWN.get(cmd, (None,))[0] == dist, f"`rtx {cmd}` (from {dist}) is missing in cli.KNOWN"
+    for cmd, (dist, _) in cli.KNOWN.items():
+        assert declared.get(cmd) == dist, f"cli.KNOWN lists `rtx {cmd}` from {dist}, which declares no such command"
+    text = cli.help_text()
+    for cmd in declared:
+        assert cmd in text

@@ -7,7 +7,6 @@ MODULES = [
     'rtx.autograd',
     'rtx.config',
     'rtx.data',
-    'rtx.demo',
     'rtx.distributions',
     'rtx.edge',
     'rtx.graph',

@@ -8,7 +8,6 @@ MODULES = [
     'rtx.compress',
     'rtx.config',
     'rtx.data',
-    'rtx.demo',
     'rtx.distributed',
     'rtx.distributions',
     'rtx.federated',

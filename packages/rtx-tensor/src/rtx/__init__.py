@@ -4,7 +4,7 @@
 installed rtx-* package is reachable as an attribute, imported on first use (rtx.nn, rtx.optim).
 """
 # rtx-tensor owns the root package; the other distributions' subpackages are found through
-# extend_path (from wheels) and uv's editable installs alike. See DESIGN.md.
+# extend_path (from wheels) and uv's editable installs alike. See docs/architecture.md.
 from pkgutil import extend_path
 
 __path__ = extend_path(__path__, __name__)
@@ -30,12 +30,12 @@ from rtx._tensor.ops import return_types  # noqa: E402
 _sys.modules.setdefault("rtx.return_types", return_types)  # named results pickle by this path
 
 
-# Every subpackage DESIGN.md names, so a missing one gets a `pip install` hint.
+# Every subpackage an rtx distribution installs (tests/test_workspace.py keeps this in step with the
+# workspace), so a missing one gets a `pip install` hint that names a package that exists.
 KNOWN_PACKAGES = (
-    "runtime", "memory", "kernel", "autograd", "config", "nn", "losses", "optim", "data", "preprocessing",
-    "graph", "flash_attn", "transformers", "distributed", "distributions", "federated", "compress", "rl", "onnx",
-    "inference", "edge", "hub", "monitoring", "serving_api", "streaming", "vision", "nlg", "multimodal", "diffuse",
-    "classical", "geom", "science", "cfd", "etl", "feature_store", "auto", "utils", "amp",
+    "runtime", "memory", "kernel", "autograd", "config", "nn", "losses", "optim", "data", "preprocessing", "graph",
+    "flash_attn", "transformers", "distributed", "distributions", "federated", "compress", "onnx", "inference",
+    "edge", "hub", "monitoring", "serving_api", "streaming", "vision", "nlg", "demo", "utils", "amp",
 )
 
 

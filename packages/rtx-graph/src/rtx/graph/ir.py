@@ -205,7 +205,11 @@ class Graph:
     def to_networkx(self):
         """A networkx.DiGraph: one vertex per input, constant and node (keyed by name, with
         kind, op, shape(s), dtype(s) and the Node or Value as data), one edge per Value read."""
-        import networkx as nx
+        try:
+            import networkx as nx
+        except ModuleNotFoundError:
+            raise ModuleNotFoundError("Graph.to_networkx() needs networkx: pip install 'rtx-graph[networkx]'",
+                                      name="networkx") from None
         g = nx.DiGraph()
         for v in self.inputs + self.consts:
             g.add_node(v.name, kind=v.kind, op=v.kind, shape=v.shape, dtype=v.dtype.name, value=v)

@@ -34,12 +34,15 @@ import sys
 GROUP = "rtx.commands"
 
 # Commands that other distributions provide, so that `rtx demo` without them says what to install.
+# tests/test_workspace.py checks this table against every member's rtx.commands entry points.
 KNOWN = {
     "demo": ("rtx-demo", "train a small CNN on the digits data set, end to end"),
     "hub": ("rtx-hub", "manage a versioned model registry"),
     "serve": ("rtx-serving-api", "serve models over HTTP"),
     "launch": ("rtx-distributed", "start a data-parallel job (MPI/NCCL)"),
     "vision": ("rtx-vision", "vision models and datasets"),
+    "federated": ("rtx-federated", "simulate federated training (FedAvg, secure aggregation, DP)"),
+    "nlg": ("rtx-nlg", "train and sample a small GPT"),
 }
 
 USAGE = "usage: rtx <command> [args...]\n       rtx --help | --version | help <command>"
