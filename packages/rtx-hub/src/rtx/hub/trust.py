@@ -21,7 +21,6 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import re
-import sys
 from importlib import metadata
 from pathlib import Path
 
@@ -128,8 +127,9 @@ def _lookup(module, qual: str, where: str, uri: str):
         try:
             obj = vars(obj)[part]
         except (KeyError, TypeError):
-            raise UntrustedClassError(f"{uri}: {where!r}: {type(obj).__name__} {getattr(obj, '__name__', obj)!r} has no "
-                                      f"attribute {part!r}", class_path=where) from None
+            owner = getattr(obj, "__name__", obj)
+            raise UntrustedClassError(f"{uri}: {where!r}: {type(obj).__name__} {owner!r} has no attribute {part!r}",
+                                      class_path=where) from None
     return obj
 
 
