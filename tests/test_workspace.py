@@ -100,7 +100,40 @@ def test_readme_quickstart_holds_the_ci_test_command():
     section = (ROOT / "README.md").read_text().split("## Quickstart", 1)[1]
     block = re.search(r"```[^\n]*\n(.*?)```", section, re.S).group(1).splitlines()
     assert len(block) == 2, block
-    assert block[1] == "uv run --locked --all-packages pytest"
+    assert block[1] == "./uvw run --locked --all-packages pytest"
+
+
+def _python_with_pip():
+    # The interpreter this venv was made from (uv's venvs carry no pip), as a newcomer's python3.
+    for candidate in (Path(sys.base_prefix) / "bin" / "python3", Path("/usr/bin/python3")):
+        if candidate.exists() and subprocess.run([candidate, "-m", "pip", "--version"],
+                                                 capture_output=True).returncode == 0:
+            return candidate
+    pytest.skip("no python3 with pip to play the newcomer's interpreter")
+
+
+def test_quickstart_runs_without_uv_on_path(tmp_path):
+    # A fresh machine: Python 3 with pip, git, no uv. The Quickstart's first line must work as
+    # written, through ./uvw, on a clean clone of the committed tree.
+    clone = tmp_path / "rtx"
+    subprocess.run(["git", "clone", "-q", ROOT, clone], check=True)
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "python3").symlink_to(_python_with_pip())
+    for tool in ("git", "sh", "env", "dirname"):
+        found = shutil.which(tool, path="/usr/bin:/bin")
+        if found:
+            (bin_dir / tool).symlink_to(found)
+    env = {"PATH": str(bin_dir), "HOME": os.environ.get("HOME", str(tmp_path)), "UVW_HOME": str(tmp_path / "uvw"),
+           "UV_CACHE_DIR": os.environ.get("UV_CACHE_DIR", str(Path.home() / ".cache" / "uv"))}
+    assert subprocess.run(["sh", "-c", "command -v uv"], env=env, capture_output=True).returncode != 0
+    section = (clone / "README.md").read_text().split("## Quickstart", 1)[1]
+    first = re.search(r"```[^\n]*\n(.*?)```", section, re.S).group(1).splitlines()[0]
+    assert first.startswith("./uvw ")
+    r = subprocess.run(["sh", "-c", first + " --epochs 1"], cwd=clone, env=env, capture_output=True, text=True,
+                       timeout=600)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-3000:]
+    assert "test accuracy" in (r.stdout + r.stderr).lower()
 
 
 def test_new_package_scaffolds_into_contract_and_meta_package(tmp_path):
