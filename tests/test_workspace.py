@@ -124,8 +124,9 @@ def test_quickstart_runs_without_uv_on_path(tmp_path):
         found = shutil.which(tool, path="/usr/bin:/bin")
         if found:
             (bin_dir / tool).symlink_to(found)
-    env = {"PATH": str(bin_dir), "HOME": os.environ.get("HOME", str(tmp_path)), "UVW_HOME": str(tmp_path / "uvw"),
-           "UV_CACHE_DIR": os.environ.get("UV_CACHE_DIR", str(Path.home() / ".cache" / "uv"))}
+    # The machine's own settings (certificates, index mirrors) stay; only uv and this venv go.
+    env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "UV_PROJECT_ENVIRONMENT", "PYTHONPATH")}
+    env.update(PATH=str(bin_dir), UVW_HOME=str(tmp_path / "uvw"))
     assert subprocess.run(["sh", "-c", "command -v uv"], env=env, capture_output=True).returncode != 0
     section = (clone / "README.md").read_text().split("## Quickstart", 1)[1]
     first = re.search(r"```[^\n]*\n(.*?)```", section, re.S).group(1).splitlines()[0]
