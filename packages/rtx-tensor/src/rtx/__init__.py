@@ -15,6 +15,7 @@ import sys as _sys  # noqa: E402
 
 from rtx._tensor import (  # noqa: E402
     cuda,  # noqa: E402
+    fft,
     linalg,
     serialization,
 )
@@ -23,6 +24,7 @@ from rtx.autograd import grad as _grad  # noqa: E402,F401
 
 __version__ = "0.1.0"
 _sys.modules.setdefault("rtx.cuda", cuda)
+_sys.modules.setdefault("rtx.fft", fft)
 _sys.modules.setdefault("rtx.linalg", linalg)
 _sys.modules.setdefault("rtx.serialization", serialization)
 from rtx._tensor.ops import return_types  # noqa: E402
