@@ -73,18 +73,10 @@ def _install():
     Tensor._zeros = staticmethod(lambda shape_, dtype, device: creation.zeros(tuple(shape_), dtype=dtype,
                                                                               device=device))
 
-    # ---- operators ----
-    Tensor.__add__ = lambda self, other: arith.add(self, other)
-    Tensor.__radd__ = lambda self, other: arith.add(other, self)
+    # ---- operators ---- (+, -, *, / and their reflections: fastpath.install() below)
     Tensor.__iadd__ = Tensor.add_
-    Tensor.__sub__ = lambda self, other: arith.sub(self, other)
-    Tensor.__rsub__ = lambda self, other: arith.sub(other, self)
     Tensor.__isub__ = Tensor.sub_
-    Tensor.__mul__ = lambda self, other: arith.mul(self, other)
-    Tensor.__rmul__ = lambda self, other: arith.mul(other, self)
     Tensor.__imul__ = Tensor.mul_
-    Tensor.__truediv__ = lambda self, other: arith.div(self, other)
-    Tensor.__rtruediv__ = lambda self, other: arith.div(other, self)
     Tensor.__itruediv__ = Tensor.div_
     Tensor.__floordiv__ = lambda self, other: arith.floor_divide(self, other)
     Tensor.__rfloordiv__ = lambda self, other: arith.floor_divide(other, self)
