@@ -1,4 +1,4 @@
-"""rtx transformers: RoPE, ALiBi, KV cache, GPT-2, BERT and Llama families.
+"""rtx transformers: RoPE, ALiBi, KV cache, GPT-2, BERT, Llama, Mistral and Qwen2 families.
 
     from rtx.transformers import GPT2Config, GPT2LMHeadModel, KVCache
     model = GPT2LMHeadModel.from_pretrained("path/to/checkpoint")   # HF layout, safetensors
@@ -12,28 +12,53 @@ __version__ = "0.1.0"
 
 from rtx.transformers.activations import ACT2FN, get_activation
 from rtx.transformers.alibi import alibi_bias, alibi_slopes
-from rtx.transformers.bert import BertForMaskedLM, BertForSequenceClassification, BertModel
+from rtx.transformers.bert import (
+    BertForMaskedLM,
+    BertForMultipleChoice,
+    BertForQuestionAnswering,
+    BertForSequenceClassification,
+    BertForTokenClassification,
+    BertModel,
+)
 from rtx.transformers.blocks import Conv1D, RMSNorm, SwiGLU, attend, visibility_mask
 from rtx.transformers.cache import KVCache
-from rtx.transformers.configuration import BertConfig, GPT2Config, LlamaConfig, PretrainedConfig
+from rtx.transformers.configuration import (
+    IGNORED_KEYS,
+    BertConfig,
+    GPT2Config,
+    LlamaConfig,
+    MistralConfig,
+    PretrainedConfig,
+    Qwen2Config,
+    UnsupportedConfigError,
+)
 from rtx.transformers.gpt2 import GPT2LMHeadModel, GPT2Model
 from rtx.transformers.llama import LlamaForCausalLM, LlamaModel
+from rtx.transformers.mistral import MistralForCausalLM, MistralModel
 from rtx.transformers.modeling import CheckpointError, LoadReport, PreTrainedModel, load_safetensors
 from rtx.transformers.outputs import (
     BaseModelOutput,
     CausalLMOutput,
     MaskedLMOutput,
     ModelOutput,
+    MultipleChoiceModelOutput,
+    QuestionAnsweringModelOutput,
     SequenceClassifierOutput,
+    TokenClassifierOutput,
 )
+from rtx.transformers.qwen2 import Qwen2ForCausalLM, Qwen2Model
 from rtx.transformers.rope import RotaryEmbedding, apply_rotary_pos_emb, rotate_half
 
 __all__ = [
     "KVCache", "ModelOutput", "CausalLMOutput", "BaseModelOutput", "MaskedLMOutput", "SequenceClassifierOutput",
-    "PretrainedConfig", "GPT2Config", "LlamaConfig", "BertConfig",
+    "PretrainedConfig", "GPT2Config", "LlamaConfig", "MistralConfig", "Qwen2Config", "BertConfig",
+    "UnsupportedConfigError", "IGNORED_KEYS",
     "PreTrainedModel", "LoadReport", "CheckpointError", "load_safetensors",
     "GPT2Model", "GPT2LMHeadModel", "LlamaModel", "LlamaForCausalLM",
-    "BertModel", "BertForMaskedLM", "BertForSequenceClassification",
+    "MistralModel", "MistralForCausalLM", "Qwen2Model", "Qwen2ForCausalLM",
+    "BertModel", "BertForMaskedLM", "BertForSequenceClassification", "BertForTokenClassification",
+    "BertForQuestionAnswering", "BertForMultipleChoice", "TokenClassifierOutput", "QuestionAnsweringModelOutput",
+    "MultipleChoiceModelOutput",
     "RotaryEmbedding", "apply_rotary_pos_emb", "rotate_half", "alibi_slopes", "alibi_bias",
     "attend", "visibility_mask", "SwiGLU", "Conv1D", "RMSNorm", "ACT2FN", "get_activation",
 ]

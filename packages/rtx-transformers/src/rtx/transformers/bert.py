@@ -1,11 +1,13 @@
 """BERT (Devlin et al. 2019) in Hugging Face's layout: BertModel, BertForMaskedLM,
-BertForSequenceClassification.
+BertForSequenceClassification (single-label, multi-label and regression problem_types),
+BertForTokenClassification, BertForQuestionAnswering, BertForMultipleChoice.
 
 Keys as HF's: bert.embeddings.{word,position,token_type}_embeddings.weight,
 bert.embeddings.LayerNorm.{weight,bias}, bert.encoder.layer.0.attention.self.{query,key,value}
 .{weight,bias}, bert.encoder.layer.0.attention.output.{dense,LayerNorm}, ...intermediate.dense,
 ...output.{dense,LayerNorm}, bert.pooler.dense, cls.predictions.{bias, transform.dense,
-transform.LayerNorm, decoder.weight (tied to the word embeddings)}, classifier.{weight,bias}.
+transform.LayerNorm, decoder.weight (tied to the word embeddings unless tie_word_embeddings is
+false)}, classifier.{weight,bias} (sequence, token and multiple-choice heads), qa_outputs.
 TF-era names (LayerNorm.gamma / beta) and the position_ids buffer of older checkpoints load;
 the pre-training heads a bert-base checkpoint carries (cls.seq_relationship, the pooler for
 BertForMaskedLM, which has none, as HF's) are reported as unexpected.
@@ -24,10 +26,18 @@ from rtx.transformers.activations import get_activation
 from rtx.transformers.blocks import attend
 from rtx.transformers.configuration import BertConfig
 from rtx.transformers.modeling import PreTrainedModel
-from rtx.transformers.outputs import BaseModelOutput, MaskedLMOutput, SequenceClassifierOutput
+from rtx.transformers.outputs import (
+    BaseModelOutput,
+    MaskedLMOutput,
+    MultipleChoiceModelOutput,
+    QuestionAnsweringModelOutput,
+    SequenceClassifierOutput,
+    TokenClassifierOutput,
+)
 from rtx.transformers.utils import check_input_ids, cross_entropy
 
-__all__ = ["BertConfig", "BertModel", "BertForMaskedLM", "BertForSequenceClassification"]
+__all__ = ["BertConfig", "BertModel", "BertForMaskedLM", "BertForSequenceClassification", "BertForTokenClassification",
+           "BertForQuestionAnswering", "BertForMultipleChoice"]
 
 
 class BertEmbeddings(Module):
@@ -222,20 +232,22 @@ class BertOnlyMLMHead(Module):
 
 
 class BertForMaskedLM(BertPreTrainedModel):
-    """BERT with the masked-language-modelling head (decoder tied to the word embeddings)."""
-
-    _tied_weights = {"cls.predictions.decoder.weight": "bert.embeddings.word_embeddings.weight",
-                     "cls.predictions.decoder.bias": "cls.predictions.bias"}
+    """BERT with the masked-language-modelling head (decoder tied to the word embeddings unless
+    config.tie_word_embeddings is false)."""
 
     def __init__(self, config: BertConfig):
         super().__init__(config)
         self.bert = BertModel(config, add_pooling_layer=False)
         self.cls = BertOnlyMLMHead(config)
+        self._tied_weights = {"cls.predictions.decoder.bias": "cls.predictions.bias"}
+        if config.tie_word_embeddings:
+            self._tied_weights["cls.predictions.decoder.weight"] = "bert.embeddings.word_embeddings.weight"
         self._init_weights()
         self.tie_weights()
 
     def tie_weights(self):
-        self.cls.predictions.decoder.weight = self.bert.embeddings.word_embeddings.weight
+        if self.config.tie_word_embeddings:
+            self.cls.predictions.decoder.weight = self.bert.embeddings.word_embeddings.weight
         self.cls.predictions.decoder.bias = self.cls.predictions.bias
 
     def forward(self, input_ids, attention_mask=None, token_type_ids=None, position_ids=None, labels=None):
@@ -246,16 +258,16 @@ class BertForMaskedLM(BertPreTrainedModel):
 
 
 class BertForSequenceClassification(BertPreTrainedModel):
-    """BERT with a classifier on the pooled first token: num_labels outputs; the loss is MSE for
-    num_labels == 1 (regression), cross entropy for integer labels, BCE-with-logits for
-    problem_type "multi_label_classification"."""
+    """BERT with a classifier on the pooled first token: num_labels outputs (from id2label). The
+    loss follows config.problem_type, or when it is None (as transformers): MSE for num_labels
+    == 1 (regression), cross entropy for integer labels, BCE-with-logits for float labels
+    (multi-label)."""
 
     def __init__(self, config: BertConfig):
         super().__init__(config)
         self.num_labels = config.num_labels
         self.bert = BertModel(config)
-        p = config.classifier_dropout if config.classifier_dropout is not None else config.hidden_dropout_prob
-        self.dropout = Dropout(p)
+        self.dropout = Dropout(_classifier_dropout(config))
         self.classifier = Linear(config.hidden_size, config.num_labels)
         self._init_weights()
 
@@ -269,12 +281,92 @@ class BertForSequenceClassification(BertPreTrainedModel):
                 kind = "regression" if self.num_labels == 1 else (
                     "single_label_classification" if not labels.is_floating_point() else "multi_label_classification")
             if kind == "regression":
-                loss = ((logits.squeeze(-1) - labels.to(logits.dtype).reshape(logits.shape[0])) ** 2).mean()
+                y = labels.to(logits.dtype)
+                if self.num_labels == 1:
+                    loss = ((logits.reshape(-1) - y.reshape(-1)) ** 2).mean()
+                else:
+                    loss = ((logits - y.reshape(logits.shape)) ** 2).mean()
             elif kind == "single_label_classification":
                 loss = cross_entropy(logits, labels.reshape(-1))
             elif kind == "multi_label_classification":
                 y = labels.to(logits.dtype)
+                # BCE with logits, the stable form: max(x, 0) - x y + log(1 + exp(-|x|))
                 loss = (logits.clamp(min=0) - logits * y + (-logits.abs()).exp().log1p()).mean()
             else:
                 raise ValueError(f"unknown problem_type {kind!r}")
         return SequenceClassifierOutput(logits=logits, loss=loss)
+
+
+class BertForTokenClassification(BertPreTrainedModel):
+    """BERT with a classifier on every token (NER, POS tagging): logits (batch, seq, num_labels);
+    the loss is cross entropy over the tokens whose label is not -100."""
+
+    def __init__(self, config: BertConfig):
+        super().__init__(config)
+        self.num_labels = config.num_labels
+        self.bert = BertModel(config, add_pooling_layer=False)
+        self.dropout = Dropout(_classifier_dropout(config))
+        self.classifier = Linear(config.hidden_size, config.num_labels)
+        self._init_weights()
+
+    def forward(self, input_ids, attention_mask=None, token_type_ids=None, position_ids=None, labels=None):
+        h = self.bert(input_ids, attention_mask, token_type_ids, position_ids).last_hidden_state
+        logits = self.classifier(self.dropout(h))
+        loss = cross_entropy(logits.reshape(-1, self.num_labels), labels.reshape(-1)) if labels is not None else None
+        return TokenClassifierOutput(logits=logits, loss=loss)
+
+
+class BertForQuestionAnswering(BertPreTrainedModel):
+    """BERT with span extraction (SQuAD): qa_outputs gives start and end logits per token. The
+    loss is the mean of the start and end cross entropies; positions outside the sequence are
+    clamped to its length and ignored, as transformers does."""
+
+    def __init__(self, config: BertConfig):
+        super().__init__(config)
+        self.bert = BertModel(config, add_pooling_layer=False)
+        self.qa_outputs = Linear(config.hidden_size, 2)
+        self._init_weights()
+
+    def forward(self, input_ids, attention_mask=None, token_type_ids=None, position_ids=None, start_positions=None,
+                end_positions=None):
+        h = self.bert(input_ids, attention_mask, token_type_ids, position_ids).last_hidden_state
+        both = self.qa_outputs(h)
+        start, end = both[..., 0], both[..., 1]
+        loss = None
+        if start_positions is not None and end_positions is not None:
+            L = start.shape[1]
+            s = start_positions.reshape(-1).clamp(0, L)
+            e = end_positions.reshape(-1).clamp(0, L)
+            loss = (cross_entropy(start, s, ignore_index=L) + cross_entropy(end, e, ignore_index=L)) / 2
+        return QuestionAnsweringModelOutput(start_logits=start, end_logits=end, loss=loss)
+
+
+class BertForMultipleChoice(BertPreTrainedModel):
+    """BERT scoring each choice (SWAG): inputs (batch, num_choices, seq), one logit per choice
+    from the pooled first token; the loss is cross entropy over the choices."""
+
+    def __init__(self, config: BertConfig):
+        super().__init__(config)
+        self.bert = BertModel(config)
+        self.dropout = Dropout(_classifier_dropout(config))
+        self.classifier = Linear(config.hidden_size, 1)
+        self._init_weights()
+
+    def forward(self, input_ids, attention_mask=None, token_type_ids=None, position_ids=None, labels=None):
+        if input_ids.ndim != 3:
+            raise ValueError(f"BertForMultipleChoice: input_ids must be (batch, num_choices, seq), got shape "
+                             f"{tuple(input_ids.shape)}")
+        B, C, L = input_ids.shape
+
+        def flat(t):
+            return None if t is None else t.reshape(B * C, L)
+
+        pooled = self.bert(flat(input_ids), flat(attention_mask), flat(token_type_ids),
+                           flat(position_ids)).pooler_output
+        logits = self.classifier(self.dropout(pooled)).reshape(B, C)
+        loss = cross_entropy(logits, labels.reshape(-1)) if labels is not None else None
+        return MultipleChoiceModelOutput(logits=logits, loss=loss)
+
+
+def _classifier_dropout(config):
+    return config.classifier_dropout if config.classifier_dropout is not None else config.hidden_dropout_prob

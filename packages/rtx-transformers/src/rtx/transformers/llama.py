@@ -3,6 +3,9 @@ RoPE, RMSNorm, SwiGLU, grouped-query attention (num_key_value_heads < num_attent
 the keys/values are never repeated: SDPA's enable_gqa and the flash kernel take them as they
 are), and Mistral's sliding window (config.sliding_window) as an option.
 
+The decoder here is also Mistral's (mistral.py) and Qwen2's (qwen2.py): what differs is asked
+of the config (qkv_bias(), o_bias(), layer_window(i)), so those files only name their classes.
+
 Keys as HF's: model.embed_tokens.weight, model.layers.0.self_attn.{q,k,v,o}_proj.weight,
 model.layers.0.mlp.{gate,up,down}_proj.weight, model.layers.0.{input,post_attention}_layernorm
 .weight, model.norm.weight, lm_head.weight (absent when tie_word_embeddings).
@@ -36,13 +39,14 @@ class LlamaAttention(rtx.nn.Module):
         self.num_heads, self.num_kv_heads = config.num_attention_heads, config.num_key_value_heads
         self.head_dim = config.head_dim
         self.scale = 1.0 / math.sqrt(self.head_dim)
-        H, Hk, d, bias = self.num_heads, self.num_kv_heads, self.head_dim, config.attention_bias
+        H, Hk, d, bias = self.num_heads, self.num_kv_heads, self.head_dim, config.qkv_bias()
         self.q_proj = Linear(config.hidden_size, H * d, bias=bias)
         self.k_proj = Linear(config.hidden_size, Hk * d, bias=bias)
         self.v_proj = Linear(config.hidden_size, Hk * d, bias=bias)
-        self.o_proj = Linear(H * d, config.hidden_size, bias=bias)
+        self.o_proj = Linear(H * d, config.hidden_size, bias=config.o_bias())
         self.attention_dropout = config.attention_dropout
-        self.window = (config.sliding_window - 1, 0) if config.sliding_window else (-1, -1)
+        window = config.layer_window(layer_idx)
+        self.window = (window - 1, 0) if window else (-1, -1)
 
     def forward(self, x, cos, sin, cache=None, padding_mask=None):
         B, L, _ = x.shape
@@ -122,9 +126,11 @@ class LlamaModel(LlamaPreTrainedModel):
 
 
 class LlamaForCausalLM(LlamaPreTrainedModel):
+    base_model_class = LlamaModel   # Mistral's and Qwen2's name theirs
+
     def __init__(self, config: LlamaConfig):
         super().__init__(config)
-        self.model = LlamaModel(config)
+        self.model = self.base_model_class(config)
         self.lm_head = Linear(config.hidden_size, config.vocab_size, bias=False)
         init.normal_(self.lm_head.weight, std=config.initializer_range)
         self._tied_weights = {"lm_head.weight": "model.embed_tokens.weight"} if config.tie_word_embeddings else {}

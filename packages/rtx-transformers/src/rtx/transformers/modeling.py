@@ -1,5 +1,5 @@
-"""What the model families share: loading Hugging Face checkpoints (safetensors, one file or
-sharded with model.safetensors.index.json) with a clear report of missing and unexpected keys,
+"""What the model families share: loading Hugging Face checkpoints (safetensors or PyTorch
+.bin, one file or sharded with an index) with a clear report of missing and unexpected keys,
 and saving in the same layout.
 
     model = GPT2LMHeadModel.from_pretrained("ckpt/")           # config.json + model.safetensors
@@ -58,29 +58,39 @@ def _listing(keys, n=12):
 
 
 def load_safetensors(path) -> dict[str, np.ndarray]:
-    """All tensors of a checkpoint: a .safetensors file, or a folder holding model.safetensors
-    or a sharded model.safetensors.index.json."""
+    """All tensors of a checkpoint: a .safetensors or PyTorch .bin file, or a folder holding
+    model.safetensors, a sharded model.safetensors.index.json, or (when neither exists)
+    pytorch_model.bin or a sharded pytorch_model.bin.index.json. .bin files are read through
+    rtx.load's restricted unpickler (weights_only: no code the file names is run)."""
     from safetensors.numpy import load_file
     p = Path(path)
     if p.is_dir():
-        index = p / "model.safetensors.index.json"
-        single = p / "model.safetensors"
-        if single.exists():
-            p = single
-        elif index.exists():
-            with open(index, encoding="utf-8") as f:
-                weight_map = json.load(f)["weight_map"]
-            out = {}
-            for shard in sorted(set(weight_map.values())):
-                out.update(load_file(str(p / shard)))
-            return out
-        else:
-            found = sorted(x.name for x in p.iterdir())
-            raise FileNotFoundError(f"no model.safetensors or model.safetensors.index.json in {p} (found: {found}); "
-                                    f"PyTorch .bin checkpoints are not read: convert them to safetensors")
+        for single, index in (("model.safetensors", "model.safetensors.index.json"),
+                              ("pytorch_model.bin", "pytorch_model.bin.index.json")):
+            if (p / single).exists():
+                return _load_file(p / single, load_file)
+            if (p / index).exists():
+                with open(p / index, encoding="utf-8") as f:
+                    weight_map = json.load(f)["weight_map"]
+                out = {}
+                for shard in sorted(set(weight_map.values())):
+                    out.update(_load_file(p / shard, load_file))
+                return out
+        found = sorted(x.name for x in p.iterdir())
+        raise FileNotFoundError(f"no model.safetensors, pytorch_model.bin or an index of their shards in {p} "
+                                f"(found: {found})")
     if not p.exists():
         raise FileNotFoundError(f"no checkpoint at {p}")
-    return load_file(str(p))
+    return _load_file(p, load_file)
+
+
+def _load_file(p, load_file):
+    if p.suffix == ".safetensors":
+        return load_file(str(p))
+    state = rtx.load(str(p), map_location="cpu", weights_only=True)
+    if not isinstance(state, dict) or not all(type(v) is rtx.Tensor for v in state.values()):
+        raise CheckpointError(f"{p} holds a {type(state).__name__}, not a state_dict of tensors")
+    return {k: v.numpy() for k, v in state.items()}
 
 
 class PreTrainedModel(Module):
@@ -100,16 +110,22 @@ class PreTrainedModel(Module):
 
     # ---- loading ------------------------------------------------------------------------------------
     @classmethod
-    def from_pretrained(cls, path, config=None, *, strict=False, dtype=None, output_loading_info=False):
-        """Build from `path` (a folder with config.json and model.safetensors / an index, or a
-        .safetensors file with `config` given) and load its weights."""
+    def from_pretrained(cls, path, config=None, *, strict=None, dtype=None, output_loading_info=False):
+        """Build from `path` (a folder with config.json and the weights: model.safetensors, an
+        index of shards, or PyTorch's pytorch_model.bin; or a weights file with `config` given).
+
+        strict: None (default) refuses config keys rtx does not compute (UnsupportedConfigError)
+        and warns about missing / unexpected weights; True refuses both; False warns about both.
+        dtype: None keeps float32; "auto" takes config.json's dtype / torch_dtype; or an rtx dtype."""
         p = Path(path)
         if config is None:
-            config = cls.config_class.from_pretrained(p if p.is_dir() else p.parent)
+            config = cls.config_class.from_pretrained(p if p.is_dir() else p.parent, strict=strict is not False)
         model = cls(config)
+        if dtype == "auto":
+            dtype = getattr(rtx, config.torch_dtype) if config.torch_dtype else None
         if dtype is not None:
             model.to(dtype)
-        report = model.load_hf_state_dict(load_safetensors(p), strict=strict)
+        report = model.load_hf_state_dict(load_safetensors(p), strict=bool(strict))
         model.eval()
         return (model, report) if output_loading_info else model
 
@@ -169,13 +185,20 @@ class PreTrainedModel(Module):
 
     # ---- saving -------------------------------------------------------------------------------------
     def save_pretrained(self, path, *, safe_serialization=True):
-        """config.json and model.safetensors in HF's layout (tied copies left out, as HF)."""
+        """config.json and model.safetensors in HF's layout (tied copies left out, as HF), with
+        `architectures`, `model_type` and the weights' dtype in the config."""
         from safetensors.numpy import save_file
         if not safe_serialization:
             raise ValueError("save_pretrained writes safetensors only")
         p = Path(path)
         p.mkdir(parents=True, exist_ok=True)
-        self.config.to_json_file(p / "config.json")
+        config = self.config.to_dict()
+        config["architectures"] = [type(self).__name__]
+        dtypes = {str(t.dtype).removeprefix("rtx.") for t in self.state_dict().values() if t.is_floating_point()}
+        if len(dtypes) == 1:
+            config["dtype" if "dtype" in config else "torch_dtype"] = dtypes.pop()
+        with open(p / "config.json", "w", encoding="utf-8") as f:
+            json.dump(config, f, indent=2, sort_keys=True)
         tensors = {}
         for key, t in self.state_dict().items():
             if key in self._tied_weights:

@@ -18,7 +18,8 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import Any
 
-__all__ = ["ModelOutput", "CausalLMOutput", "BaseModelOutput", "MaskedLMOutput", "SequenceClassifierOutput"]
+__all__ = ["ModelOutput", "CausalLMOutput", "BaseModelOutput", "MaskedLMOutput", "SequenceClassifierOutput",
+           "TokenClassifierOutput", "QuestionAnsweringModelOutput", "MultipleChoiceModelOutput"]
 
 
 class ModelOutput:
@@ -79,6 +80,31 @@ class MaskedLMOutput(ModelOutput):
 @dataclass
 class SequenceClassifierOutput(ModelOutput):
     """logits (batch, num_labels); loss (cross entropy, or MSE when num_labels == 1)."""
+
+    logits: Any
+    loss: Any = None
+
+
+@dataclass
+class TokenClassifierOutput(ModelOutput):
+    """logits (batch, seq, num_labels); loss over the tokens whose label is not -100."""
+
+    logits: Any
+    loss: Any = None
+
+
+@dataclass
+class QuestionAnsweringModelOutput(ModelOutput):
+    """start_logits, end_logits (batch, seq); loss: the mean of the start and end cross entropies."""
+
+    start_logits: Any
+    end_logits: Any = None
+    loss: Any = None
+
+
+@dataclass
+class MultipleChoiceModelOutput(ModelOutput):
+    """logits (batch, num_choices); loss: cross entropy over the choices."""
 
     logits: Any
     loss: Any = None
