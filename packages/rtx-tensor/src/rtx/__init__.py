@@ -31,6 +31,9 @@ from rtx._tensor.ops import return_types  # noqa: E402
 
 _sys.modules.setdefault("rtx.return_types", return_types)  # named results pickle by this path
 
+if "multiprocessing.reduction" in _sys.modules:  # e.g. a spawned child: send tensors as its parent does
+    import rtx.multiprocessing.shared  # noqa: E402,F401  (registers the shared-memory tensor reducer)
+
 
 # Every subpackage an rtx distribution installs (tests/test_workspace.py keeps this in step with the
 # workspace), so a missing one gets a `pip install` hint that names a package that exists.
@@ -49,9 +52,13 @@ def _dist(name):
     return _DIST_OF.get(name, "rtx-" + name.replace("_", "-"))
 
 
+# rtx-tensor's own submodules that PyTorch exposes after `import torch`, loaded on first use.
+_OWN_LAZY = ("testing", "multiprocessing")
+
+
 def __getattr__(name):
-    if name == "testing":  # rtx/testing.py, loaded on first use (dataclasses and inspect are slow to import)
-        return _importlib.import_module("rtx.testing")
+    if name in _OWN_LAZY:  # e.g. rtx/testing.py imports dataclasses and inspect, slow to import
+        return _importlib.import_module(f"rtx.{name}")
     if name == "autocast":  # torch.autocast is torch.amp.autocast; rtx.amp ships with rtx-optim
         try:
             return _importlib.import_module("rtx.amp").autocast
@@ -69,6 +76,28 @@ def __getattr__(name):
                 raise
             raise AttributeError(f"rtx.{name} is not installed: pip install {_dist(name)}") from None
     raise AttributeError(f"module 'rtx' has no attribute '{name}'")
+
+
+def _lazy_namespace(ns, dists):
+    """Give a namespace package (no __init__.py, e.g. rtx.utils) a PEP 562 __getattr__, so that
+    `rtx.utils.data` works after a bare `import rtx`, as `torch.utils.data` does after `import torch`."""
+    def __getattr__(name):
+        full = f"{ns.__name__}.{name}"
+        if name.startswith("_"):
+            raise AttributeError(f"module '{ns.__name__}' has no attribute '{name}'")
+        try:
+            return _importlib.import_module(full)
+        except ModuleNotFoundError as e:
+            if e.name != full:
+                raise
+            hint = f": pip install {dists[name]}" if name in dists else ""
+            raise AttributeError(f"module '{ns.__name__}' has no attribute '{name}'{hint}") from None
+    ns.__getattr__ = __getattr__
+    return ns
+
+
+# rtx-autograd (a dependency of this package) ships rtx/utils/checkpoint.py, so the namespace exists.
+utils = _lazy_namespace(_importlib.import_module("rtx.utils"), {"data": "rtx-data", "checkpoint": "rtx-autograd"})
 
 
 class _MissingPackageHint:

@@ -65,6 +65,29 @@ class Tensor:
     def is_cpu(self):
         return type(self._data) is np.ndarray
 
+    # PyTorch's other device and layout queries: an rtx tensor is dense, strided, unquantized and
+    # on the CPU or a CUDA GPU, so each of these is False (scripts branch on them).
+    is_xpu = is_mps = is_meta = is_quantized = is_sparse = is_sparse_csr = is_mkldnn = is_vulkan = is_ipu = \
+        is_hpu = is_mtia = is_maia = is_nested = property(lambda self: False)
+
+    def get_device(self):
+        """The CUDA device index, or -1 on the CPU (torch.Tensor.get_device)."""
+        return -1 if type(self._data) is np.ndarray else self.device.index
+
+    def share_memory_(self):
+        """Move the data into shared memory (a memfd / shared file), so processes this tensor is sent
+        to through rtx.multiprocessing (or forked after this call) read and write the same numbers.
+        Views taken before the call keep the old memory; take views after it."""
+        from rtx.multiprocessing.shared import share_array
+        if type(self._data) is np.ndarray:  # CUDA tensors are shared through CUDA IPC in PyTorch: a no-op there
+            self._data = share_array(self._data)
+        return self
+
+    def is_shared(self):
+        """True when the data is in shared memory (CUDA tensors: False, rtx has no CUDA IPC sharing)."""
+        from rtx.multiprocessing.shared import segment_of
+        return type(self._data) is np.ndarray and segment_of(self._data) is not None
+
     @property
     def ndim(self):
         return self._data.ndim

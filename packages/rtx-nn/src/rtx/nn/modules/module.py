@@ -588,4 +588,6 @@ class Module:
         self.__dict__.update(state)
 
     def share_memory(self):
-        return self
+        """Move parameters, buffers and gradients into shared memory (Tensor.share_memory_), so
+        processes given this module through rtx.multiprocessing update the same weights (Hogwild)."""
+        return self._apply(lambda t: t.share_memory_())
