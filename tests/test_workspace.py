@@ -256,3 +256,9 @@ def test_rtx_help_knows_every_command():
     text = cli.help_text()
     for cmd in declared:
         assert cmd in text
+
+
+def test_contract_covers_modules_outside_the_package_folders():
+    text = ws.contract_text()
+    for module in ("rtx.amp", "rtx.utils.data", "rtx.utils.checkpoint", "rtx.testing", "rtx.extend"):
+        assert module in text, f"{module} is outside the layer contract"

@@ -19,8 +19,8 @@ LAYERS = ["foundation", "core", "training", "production", "models", "specialized
 
 # Inside the foundation layer the order is stricter: the autograd engine never imports the
 # tensor, and the kernels and memory pool sit on the runtime alone. Lowest first.
-FOUNDATION_ORDER = [["rtx.runtime", "rtx.config"], ["rtx.memory", "rtx.kernel"],
-                    ["rtx.autograd"], ["rtx._tensor"]]
+FOUNDATION_ORDER = [["rtx-runtime", "rtx-config"], ["rtx-memory", "rtx-kernel"],
+                    ["rtx-autograd"], ["rtx-tensor"]]
 
 # Meta-packages: name -> (description, the layers they bundle). A meta-package is generated
 # only once one of its own layers (the last one listed) has a member: until then it would be
@@ -43,6 +43,31 @@ IMPORT_NAME = {"rtx-tensor": "rtx._tensor"}
 
 def import_name(dist: str) -> str:
     return IMPORT_NAME.get(dist, "rtx." + dist.removeprefix("rtx-").replace("-", "_"))
+
+
+def owned_modules(dist: str, ms: dict | None = None) -> list[str]:
+    """Every top-level module a member installs into the shared rtx/ folder: its own package and
+    the rest (rtx-optim's rtx.amp, rtx-data's rtx.utils.data inside the PEP 420 folder rtx/utils,
+    rtx-tensor's rtx.testing and rtx.extend, ...), so that the layer contract covers them all."""
+    ms = members() if ms is None else ms
+    root = ms[dist]["path"] / "src" / "rtx"
+    found = []
+
+    def walk(folder, prefix):
+        for entry in sorted(folder.iterdir()):
+            if entry.name.startswith(".") or entry.name == "__pycache__":
+                continue
+            if entry.is_dir():
+                if (entry / "__init__.py").exists():
+                    found.append(f"{prefix}.{entry.name}")
+                elif any(entry.rglob("*.py")):  # a namespace folder shared with other members
+                    walk(entry, f"{prefix}.{entry.name}")
+            elif entry.suffix == ".py" and entry.name != "__init__.py":
+                found.append(f"{prefix}.{entry.stem}")
+
+    if root.is_dir():
+        walk(root, "rtx")
+    return found
 
 
 def read_pyproject(path: Path) -> dict:
@@ -106,6 +131,11 @@ def merge_sources(dest: Path) -> Path:
     for src in sorted(PACKAGES.glob("*/src/rtx")):
         shutil.copytree(src, dest / "rtx", dirs_exist_ok=True,
                         ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    # grimp does not descend into PEP 420 folders (rtx/utils): in this copy only, mark them as
+    # regular packages so the contract sees rtx.utils.data and rtx.utils.checkpoint.
+    for folder in (dest / "rtx").rglob("*"):
+        if folder.is_dir() and folder.name != "__pycache__" and not (folder / "__init__.py").exists():
+            (folder / "__init__.py").write_text("")
     return dest
 
 
@@ -144,23 +174,33 @@ def meta_members(ms: dict | None = None) -> dict[str, list[str]]:
 
 def contract_text(ms: dict | None = None) -> str:
     """The import-linter section of the root pyproject, generated from the layer table."""
+    ms = members() if ms is None else ms
     table = by_layer(ms)
-    present = {import_name(n) for names in table.values() for n in names}
     lines = ["[tool.importlinter]", 'root_packages = ["rtx"]', "include_external_packages = false", "",
              "[[tool.importlinter.contracts]]", 'name = "Layers: a package imports only from its own layer or below"',
              'type = "layers"', "layers = ["]
     for layer in reversed(LAYERS):
-        mods = sorted(import_name(n) for n in table[layer])
+        mods = sorted(m for n in table[layer] for m in owned_modules(n, ms))
         if mods:
             lines.append(f'    "{" : ".join(mods)}",  # {layer}')
     lines.append("]")
-    foundation = [[m for m in tier if m in present] for tier in reversed(FOUNDATION_ORDER)]
-    foundation = [tier for tier in foundation if tier]
+    # Members of one tier are independent of each other ("|"); a member's own modules (rtx-autograd's
+    # rtx.autograd and rtx.utils.checkpoint) may import each other (":").
+    foundation = []
+    for tier in reversed(FOUNDATION_ORDER):
+        owned = [owned_modules(n, ms) for n in tier if n in ms]
+        owned = [mods for mods in owned if mods]
+        if len(owned) == 1:
+            foundation.append(" : ".join(owned[0]))
+        elif owned:
+            if any(len(mods) > 1 for mods in owned):
+                raise ValueError(f"foundation tier {tier}: a member with several modules must have a tier of its own")
+            foundation.append(" | ".join(mods[0] for mods in owned))
     if len(foundation) > 1:
         lines += ["", "[[tool.importlinter.contracts]]",
                   'name = "Foundation: runtime < memory, kernel < autograd < tensor"',
                   'type = "layers"', "layers = ["]
-        lines += [f'    "{" | ".join(tier)}",' for tier in foundation]
+        lines += [f'    "{tier}",' for tier in foundation]
         lines.append("]")
     return "\n".join(lines) + "\n"
 
