@@ -6,6 +6,8 @@ import json
 import re
 from collections.abc import Iterable, Sequence
 
+from rtx.nlg.tokenizers.post_processor import PostProcessor
+
 __all__ = ["Tokenizer", "BatchEncoding", "AddedToken"]
 
 
@@ -54,6 +56,8 @@ class Tokenizer:
             self._register(t)
         self.bos_token, self.eos_token, self.unk_token, self.pad_token = bos_token, eos_token, unk_token, pad_token
         self.padding_side = "left"  # generation pads on the left
+        # what encode(add_special_tokens=True) adds: tokenizer.json's post_processor (none by default)
+        self.post_processor = PostProcessor(None)
 
     # ---- added tokens ---------------------------------------------------------------------
     def _register(self, token: AddedToken) -> None:
@@ -130,8 +134,22 @@ class Tokenizer:
         return self._role_id("unk_token")
 
     # ---- encode / decode ------------------------------------------------------------------
-    def encode(self, text: str) -> list[int]:
-        """Ids of `text`. Added tokens that occur in it are matched whole (as HF does)."""
+    def encode(self, text: str, text_pair: str | None = None, add_special_tokens: bool = True) -> list[int]:
+        """Ids of `text` (and `text_pair`, for the pair template). Added tokens that occur in it
+        are matched whole; add_special_tokens=True (HF's default) applies the post-processor
+        (BOS for Llama 3, [CLS] ... [SEP] for BERT)."""
+        return self.encode_with_types(text, text_pair, add_special_tokens)[0]
+
+    def encode_with_types(self, text: str, text_pair: str | None = None,
+                          add_special_tokens: bool = True) -> tuple[list[int], list[int]]:
+        """(ids, token_type_ids) of `text` and `text_pair`, as encode."""
+        a = self._encode_text(text)
+        b = None if text_pair is None else self._encode_text(text_pair)
+        if add_special_tokens:
+            return self.post_processor.process(a, b)
+        return a + (b or []), [0] * len(a) + [1] * len(b or [])
+
+    def _encode_text(self, text: str) -> list[int]:
         if not isinstance(text, str):
             raise TypeError(f"{type(self).__name__}.encode expects a str, got {type(text).__name__}")
         if self._split_re is None:
@@ -168,14 +186,15 @@ class Tokenizer:
         return [self.decode(s, skip_special_tokens=skip_special_tokens) for s in sequences]
 
     def __call__(self, text, padding: bool | str = True, return_tensors: str | None = "rtx",
-                 padding_side: str | None = None) -> BatchEncoding:
+                 padding_side: str | None = None, add_special_tokens: bool = True) -> BatchEncoding:
         """Encode one text or a list of texts: `input_ids` and `attention_mask`, padded to the
         longest with `pad_token_id` on `padding_side` ("left" by default: what generation wants).
-        return_tensors="rtx" gives int64 Tensors (needs equal lengths, so padding); None gives lists."""
+        return_tensors="rtx" gives int64 Tensors (needs equal lengths, so padding); None gives lists.
+        add_special_tokens: apply the post-processor (BOS, [CLS]/[SEP]) as encode does."""
         texts = [text] if isinstance(text, str) else list(text)
         if not texts:
             raise ValueError("tokenizer(...) needs at least one text")
-        encoded = [self.encode(t) for t in texts]
+        encoded = [self.encode(t, add_special_tokens=add_special_tokens) for t in texts]
         side = padding_side or self.padding_side
         if side not in ("left", "right"):
             raise ValueError(f"padding_side must be 'left' or 'right', got {side!r}")

@@ -8,8 +8,8 @@ encodes without an unknown token and decodes back exactly.
 Files: `save` writes Hugging Face's tokenizer.json layout (model.type "BPE", vocab, merges,
 added_tokens, a ByteLevel pre-tokenizer and decoder); `from_file` reads ours and HF's byte-level
 BPE files (GPT-2, RoBERTa, and the Split + ByteLevel pipelines of Llama 3 / Qwen with NFC-style
-normalizers). A post-processor (template that adds BOS) is not applied: ids are what HF gives
-with add_special_tokens=False.
+normalizers). The file's post-processor (Llama 3's BOS template, BERT's / RoBERTa's [CLS] ... [SEP])
+is applied when encoding with add_special_tokens=True, HF's default (post_processor.py).
 """
 from __future__ import annotations
 
@@ -23,6 +23,7 @@ from functools import lru_cache
 
 from rtx.nlg.tokenizers._unicode_regex import GPT2_PATTERN, compile_pattern
 from rtx.nlg.tokenizers.base import AddedToken, Tokenizer, read_json
+from rtx.nlg.tokenizers.post_processor import PostProcessor
 
 __all__ = ["ByteLevelBPETokenizer", "bytes_to_unicode"]
 
@@ -69,7 +70,7 @@ class ByteLevelBPETokenizer(Tokenizer):
 
     def __init__(self, vocab: dict[str, int], merges: Sequence[tuple[str, str]], added_tokens=(), *,
                  pattern: str | None = GPT2_PATTERN, add_prefix_space: bool = False, ignore_merges: bool = False,
-                 normalizer: str | Sequence[str] | None = None, **roles):
+                 normalizer: str | Sequence[str] | None = None, post_processor: dict | None = None, **roles):
         self.vocab = dict(vocab)
         self._inv = {i: t for t, i in self.vocab.items()}
         if len(self._inv) != len(self.vocab):
@@ -90,6 +91,7 @@ class ByteLevelBPETokenizer(Tokenizer):
         self.normalizer = normalizer
         self._cache: dict[str, list[int]] = {}
         super().__init__(added_tokens, **roles)
+        self.post_processor = PostProcessor(post_processor)
 
     # ---- training -------------------------------------------------------------------------
     @classmethod
@@ -240,8 +242,8 @@ class ByteLevelBPETokenizer(Tokenizer):
             "added_tokens": [t.to_json() for t in self.added_tokens],
             "normalizer": norm,
             "pre_tokenizer": pre,
-            "post_processor": {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": False,
-                               "use_regex": True},
+            "post_processor": self.post_processor.to_json() or {
+                "type": "ByteLevel", "add_prefix_space": True, "trim_offsets": False, "use_regex": True},
             "decoder": {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True, "use_regex": True},
             "model": {"type": "BPE", "dropout": None, "unk_token": self.unk_token, "continuing_subword_prefix": None,
                       "end_of_word_suffix": None, "fuse_unk": False, "byte_fallback": False,
@@ -294,7 +296,8 @@ class ByteLevelBPETokenizer(Tokenizer):
         if "eos_token" not in roles and any(t.content == "<|endoftext|>" for t in added):
             roles["eos_token"] = "<|endoftext|>"  # GPT-2's convention, when nothing else says
         return cls(model["vocab"], merges, added, pattern=pattern, add_prefix_space=add_prefix_space,
-                   ignore_merges=model.get("ignore_merges", False), normalizer=normalizer, **roles)
+                   ignore_merges=model.get("ignore_merges", False), normalizer=normalizer,
+                   post_processor=data.get("post_processor"), **roles)
 
     @classmethod
     def from_file(cls, path, **roles) -> ByteLevelBPETokenizer:
