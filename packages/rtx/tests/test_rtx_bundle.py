@@ -27,6 +27,7 @@ MODULES = [
     'rtx.optim',
     'rtx.preprocessing',
     'rtx.runtime',
+    'rtx.science',
     'rtx.serving_api',
     'rtx.streaming',
     'rtx._tensor',
