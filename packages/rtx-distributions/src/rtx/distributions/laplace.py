@@ -1,0 +1,73 @@
+"""Laplace(loc, scale)."""
+from __future__ import annotations
+
+import numbers
+
+import rtx
+from rtx.distributions import constraints
+from rtx.distributions.distribution import Distribution
+from rtx.distributions.utils import _uniform, broadcast_all, finfo
+
+__all__ = ["Laplace"]
+
+
+class Laplace(Distribution):
+    arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
+    support = constraints.real
+    has_rsample = True
+
+    @property
+    def mean(self):
+        return self.loc
+
+    @property
+    def mode(self):
+        return self.loc
+
+    @property
+    def variance(self):
+        return 2 * self.scale.pow(2)
+
+    @property
+    def stddev(self):
+        return (2 ** 0.5) * self.scale
+
+    def __init__(self, loc, scale, validate_args=None):
+        self.loc, self.scale = broadcast_all(loc, scale)
+        if isinstance(loc, numbers.Number) and isinstance(scale, numbers.Number):
+            batch_shape = ()
+        else:
+            batch_shape = self.loc.size()
+        super().__init__(batch_shape, validate_args=validate_args)
+
+    def expand(self, batch_shape, _instance=None):
+        new = self._get_checked_instance(Laplace, _instance)
+        batch_shape = tuple(batch_shape)
+        new.loc = self.loc.expand(batch_shape)
+        new.scale = self.scale.expand(batch_shape)
+        super(Laplace, new).__init__(batch_shape, validate_args=False)
+        new._validate_args = self._validate_args
+        return new
+
+    def rsample(self, sample_shape=()):
+        shape = self._extended_shape(sample_shape)
+        eps = float(finfo(self.loc.dtype).eps)
+        u = _uniform(shape, dtype=self.loc.dtype, device=self.loc.device) * (2 - 2 * eps) + (eps - 1)  # (-1, 1)
+        return self.loc - self.scale * u.sign() * rtx.log1p(-u.abs())
+
+    def log_prob(self, value):
+        if self._validate_args:
+            self._validate_sample(value)
+        return -rtx.log(2 * self.scale) - (value - self.loc).abs() / self.scale
+
+    def cdf(self, value):
+        if self._validate_args:
+            self._validate_sample(value)
+        return 0.5 - 0.5 * (value - self.loc).sign() * rtx.expm1(-(value - self.loc).abs() / self.scale)
+
+    def icdf(self, value):
+        term = value - 0.5
+        return self.loc - self.scale * term.sign() * rtx.log1p(-2 * term.abs())
+
+    def entropy(self):
+        return 1 + rtx.log(2 * self.scale)

@@ -1,0 +1,60 @@
+"""Poisson(rate): counts; sampling uses the device generator's Poisson draw."""
+from __future__ import annotations
+
+import numbers
+
+import rtx
+from rtx.distributions import constraints
+from rtx.distributions._special import lgamma, poisson
+from rtx.distributions.exp_family import ExponentialFamily
+from rtx.distributions.utils import broadcast_all
+
+__all__ = ["Poisson"]
+
+
+class Poisson(ExponentialFamily):
+    arg_constraints = {"rate": constraints.nonnegative}
+    support = constraints.nonnegative_integer
+
+    @property
+    def mean(self):
+        return self.rate
+
+    @property
+    def mode(self):
+        return self.rate.floor()
+
+    @property
+    def variance(self):
+        return self.rate
+
+    def __init__(self, rate, validate_args=None):
+        (self.rate,) = broadcast_all(rate)
+        batch_shape = () if isinstance(rate, numbers.Number) else self.rate.size()
+        super().__init__(batch_shape, validate_args=validate_args)
+
+    def expand(self, batch_shape, _instance=None):
+        new = self._get_checked_instance(Poisson, _instance)
+        batch_shape = tuple(batch_shape)
+        new.rate = self.rate.expand(batch_shape)
+        super(Poisson, new).__init__(batch_shape, validate_args=False)
+        new._validate_args = self._validate_args
+        return new
+
+    def sample(self, sample_shape=()):
+        shape = self._extended_shape(sample_shape)
+        with rtx.no_grad():
+            return poisson(self.rate.expand(shape))
+
+    def log_prob(self, value):
+        if self._validate_args:
+            self._validate_sample(value)
+        rate, value = broadcast_all(self.rate, value)
+        return value.xlogy(rate) - rate - lgamma(value + 1)
+
+    @property
+    def _natural_params(self):
+        return (rtx.log(self.rate),)
+
+    def _log_normalizer(self, x):
+        return rtx.exp(x)
