@@ -20,7 +20,22 @@ from rtx._tensor import (  # noqa: E402
     serialization,
 )
 from rtx._tensor.api import *  # noqa: E402,F403
+from rtx._tensor.settings import (  # noqa: E402,F401
+    are_deterministic_algorithms_enabled,
+    get_deterministic_debug_mode,
+    get_float32_matmul_precision,
+    is_deterministic_algorithms_warn_only_enabled,
+    set_deterministic_debug_mode,
+    set_float32_matmul_precision,
+    use_deterministic_algorithms,
+)
 from rtx.autograd import grad as _grad  # noqa: E402,F401
+from rtx.runtime.threads import (  # noqa: E402,F401
+    get_num_interop_threads,
+    get_num_threads,
+    set_num_interop_threads,
+    set_num_threads,
+)
 
 __version__ = "0.1.0"
 _sys.modules.setdefault("rtx.cuda", cuda)
@@ -53,7 +68,7 @@ def _dist(name):
 
 
 # rtx-tensor's own submodules that PyTorch exposes after `import torch`, loaded on first use.
-_OWN_LAZY = ("testing", "multiprocessing")
+_OWN_LAZY = ("testing", "multiprocessing", "backends", "accelerator")
 
 
 def __getattr__(name):
