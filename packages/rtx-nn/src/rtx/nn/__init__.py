@@ -25,6 +25,10 @@ from rtx.nn.parameter import Buffer, Parameter
 
 
 def __getattr__(name):
+    if name in ("parallel", "DataParallel"):  # torch.nn.parallel / torch.nn.DataParallel, loaded on first use
+        import importlib
+        parallel = importlib.import_module("rtx.nn.parallel")
+        return parallel if name == "parallel" else parallel.DataParallel
     # Loss modules live in rtx-losses (same layer), reached lazily: no dependency cycle.
     if name.endswith("Loss") or name in ("utils",):
         if name == "utils":
