@@ -140,13 +140,28 @@ def test_fashion_mnist_and_files_directly_in_root(tmp_path):
     np.testing.assert_array_equal(datasets.MNIST(flat, train=False).data.numpy(), arrays["t10k"][0])
 
 
+def test_download_true_with_the_files_in_place_just_loads_them(tmp_path):
+    """torchvision downloads only what is missing: scripts pass download=True on every run."""
+    arrays = make_mnist(tmp_path, compress=True)
+    np.testing.assert_array_equal(datasets.MNIST(tmp_path, download=True).data.numpy(), arrays["train"][0])
+    fashion = make_mnist(tmp_path / "f", name="FashionMNIST")
+    ds = datasets.FashionMNIST(tmp_path / "f", train=False, download=True)
+    np.testing.assert_array_equal(ds.data.numpy(), fashion["t10k"][0])
+    _, written = make_cifar(tmp_path / "c")
+    assert datasets.CIFAR10(tmp_path / "c", train=False, download=True).targets == written["test_batch"][1]
+    _, written = make_cifar(tmp_path / "h", hundred=True)
+    assert datasets.CIFAR100(tmp_path / "h", download=True).targets == written["train"][1]
+    with pytest.raises(FileNotFoundError, match="download=True cannot fetch them"):
+        datasets.CIFAR100(tmp_path / "empty", download=True)
+
+
 def test_mnist_missing_files_say_where(tmp_path):
     with pytest.raises(FileNotFoundError) as err:
         datasets.MNIST(tmp_path)
     msg = str(err.value)
     assert os.path.join(str(tmp_path), "MNIST", "raw") in msg and "train-images-idx3-ubyte" in msg
     assert "downloads nothing" in msg
-    with pytest.raises(RuntimeError, match="downloads nothing"):
+    with pytest.raises(FileNotFoundError, match="download=True cannot fetch them: rtx downloads nothing"):
         datasets.MNIST(tmp_path, download=True)
 
 

@@ -13,7 +13,7 @@ import tarfile
 import numpy as np
 from PIL import Image
 
-from rtx.vision.datasets.vision import VisionDataset, no_download
+from rtx.vision.datasets.vision import VisionDataset, download_note
 
 __all__ = ["CIFAR10", "CIFAR100"]
 
@@ -51,7 +51,7 @@ class CIFAR10(VisionDataset):
 
     def __init__(self, root, train=True, transform=None, target_transform=None, download=False):
         super().__init__(root, transform=transform, target_transform=target_transform)
-        no_download(type(self).__name__, download)
+        self._download = download
         if self.root is None:
             raise ValueError(f"{type(self).__name__}: root must be the folder that holds the data")
         self.train = train
@@ -78,7 +78,7 @@ class CIFAR10(VisionDataset):
             raise FileNotFoundError(
                 f"{type(self).__name__}: {', '.join(missing)} not found in {folder}. Put the python-version batches "
                 f"({', '.join(needed)}) there, or the archive {self.archive} in {self.root} (it is extracted on first "
-                f"use). rtx downloads nothing; the archive is at {self.url}.")
+                f"use); the archive is at {self.url}.{download_note(self._download)}")
         return folder
 
     def __getitem__(self, index):

@@ -10,7 +10,7 @@ import numpy as np
 from PIL import Image
 
 import rtx
-from rtx.vision.datasets.vision import VisionDataset, no_download
+from rtx.vision.datasets.vision import VisionDataset, download_note
 
 __all__ = ["MNIST", "FashionMNIST", "read_idx"]
 
@@ -49,7 +49,7 @@ class MNIST(VisionDataset):
 
     def __init__(self, root, train=True, transform=None, target_transform=None, download=False):
         super().__init__(root, transform=transform, target_transform=target_transform)
-        no_download(type(self).__name__, download)
+        self._download = download
         if self.root is None:
             raise ValueError(f"{type(self).__name__}: root must be the folder that holds the data")
         self.train = train
@@ -76,7 +76,7 @@ class MNIST(VisionDataset):
         needed = ", ".join(self.files[True] + self.files[False])
         raise FileNotFoundError(
             f"{type(self).__name__}: {name} (or {name}.gz) not found. Put the idx files ({needed}; plain or .gz) in "
-            f"{self.raw_folder} (torchvision's layout). rtx downloads nothing; the files are at {self.source}.")
+            f"{self.raw_folder} (torchvision's layout); they are at {self.source}.{download_note(self._download)}")
 
     @property
     def class_to_idx(self):

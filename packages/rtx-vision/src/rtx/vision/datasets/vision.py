@@ -64,7 +64,10 @@ class _StandardTransform:
         return input, target
 
 
-def no_download(name, download):
+def download_note(download):
+    """What a missing-file error adds. As torchvision, download=True with the files in place just
+    loads them; only files that are missing would be fetched, and rtx cannot fetch them."""
     if download:
-        raise RuntimeError(f"{name}(download=True): rtx downloads nothing at run time. Put the files in place "
-                           f"yourself (the error for download=False says where) and pass download=False.")
+        return (" download=True cannot fetch them: rtx downloads nothing at run time (these machines may have no "
+                "network); download them yourself and put them there.")
+    return " rtx downloads nothing at run time; download them yourself and put them there."
