@@ -20,6 +20,23 @@ def test_launch_success_and_module_mode(launch, workers):
     assert "rank 0 finished all_reduce" in job.output and "rank 1 finished all_reduce" in job.output
 
 
+@pytest.mark.parametrize("python", ["python", "python3", sys.executable])
+def test_a_leading_python_is_accepted(launch, workers, python):
+    """`rtx launch -n 2 python train.py`, as with mpiexec; `python -m module` too."""
+    job = launch("-n", "2", python, workers / "fail.py", "ok", timeout=60)
+    assert job.returncode == 0, job
+    assert "rank 0 finished all_reduce" in job.output and "rank 1 finished all_reduce" in job.output
+    if python == "python":
+        job = launch("-n", "2", python, "-m", "fail", "ok", env={"PYTHONPATH": str(workers)}, timeout=60)
+        assert job.returncode == 0 and "rank 1 finished all_reduce" in job.output, job
+
+
+def test_python_detection():
+    assert all(launch_mod._is_python(w) for w in ("python", "python3", "python3.11", "/usr/bin/python3",
+                                                  sys.executable))
+    assert not any(launch_mod._is_python(w) for w in ("train.py", "python_script.py", "pythonista"))
+
+
 def test_rank_exception_aborts_the_job(launch, workers):
     job = launch("-n", "2", workers / "fail.py", "raise", timeout=60)
     assert job.returncode != 0, job

@@ -93,6 +93,13 @@ def launch_command(argv: list[str]) -> int:
     p.add_argument("script", help="the training script (or module with -m)")
     p.add_argument("args", nargs=argparse.REMAINDER, help="the script's arguments")
     a = p.parse_args(argv)
+    if _is_python(a.script):  # `rtx launch -n 2 python train.py`, the mpiexec habit: drop the interpreter
+        rest = list(a.args)
+        if rest[:1] == ["-m"]:
+            a.module, rest = True, rest[1:]
+        if not rest:
+            p.error(f"{a.script} needs a script to run: rtx launch -n N [python] script.py [args]")
+        a.script, a.args = rest[0], rest[1:]
     if a.n < 1:
         p.error(f"-n must be at least 1, got {a.n}")
     if not a.module and not os.path.exists(a.script):
@@ -103,6 +110,14 @@ def launch_command(argv: list[str]) -> int:
         print(e, file=sys.stderr)
         return 127
     return run(cmd, build_env(a.n, a.timeout, a.threads))
+
+
+def _is_python(word) -> bool:
+    """python, python3, python3.11, a path to one of them, or this interpreter: the ranks run this
+    Python (sys.executable) whichever was named, as the bootstrap needs rtx importable."""
+    name = os.path.basename(word)
+    return word == sys.executable or (name.startswith("python") and name[6:].replace(".", "").isdigit()) \
+        or name == "python"
 
 
 def run(cmd, env) -> int:
