@@ -21,9 +21,9 @@ def _args(b=3):
 
 def test_dead_code_elimination():
     g = G.trace(_f, _args())
-    assert "MatMul" in g.op_counts() and "Permute" in g.op_counts()
+    assert "matmul" in g.op_counts() and "permute" in g.op_counts()
     removed = g.eliminate_dead_code()
-    assert removed == 2 and "MatMul" not in g.op_counts()
+    assert removed == 2 and "matmul" not in g.op_counts()
     assert g.eliminate_dead_code() == 0
     x, y = _args(5)
     np.testing.assert_array_equal(g(x, y).numpy(), _f(x, y).numpy())
@@ -33,9 +33,9 @@ def test_common_subexpression_elimination():
     g = G.trace(_f, _args())
     before = g.op_counts()
     merged = g.eliminate_common_subexpressions()
-    assert merged == 2 and g.op_counts()["Add"] == before["Add"] - 1 and g.op_counts()["Mul"] == before["Mul"] - 1
-    add2 = next(n for n in g.nodes if n.op == "Add" and n.args[0] is n.args[1])  # a + a now
-    assert add2.args[0].node.op == "Mul"
+    assert merged == 2 and g.op_counts()["add"] == before["add"] - 1 and g.op_counts()["mul"] == before["mul"] - 1
+    add2 = next(n for n in g.nodes if n.op == "add" and n.args[0] is n.args[1])  # a + a now
+    assert add2.args[0].node.op == "mul"
     x, y = _args(2)
     np.testing.assert_array_equal(g(x, y).numpy(), _f(x, y).numpy())
 
@@ -46,7 +46,7 @@ def test_cse_keeps_different_attributes_apart():
 
     g = G.trace(fn, rtx.randn(3, 3), dynamic_dims=False)
     assert g.eliminate_common_subexpressions() == 1
-    assert g.op_counts()["Sum"] == 2
+    assert g.op_counts()["sum"] == 2
     x = rtx.randn(3, 3)
     np.testing.assert_array_equal(g(x).numpy(), fn(x).numpy())
 
@@ -64,7 +64,7 @@ def test_constant_folding_precomputes_constant_subgraphs():
     folded = g.fold_constants()
     # BN eval affine: scale = rsqrt(var + eps) * weight (3 ops), shift = -mean * scale + bias (3), 2 reshapes
     assert folded == 8 and len(g.nodes) == n0 - 8
-    assert [n.op for n in g.nodes] == ["Conv", "Mul", "Add", "ReluBackward"]
+    assert [n.op for n in g.nodes] == ["convolution", "mul", "add", "relu"]
     assert all(not c.is_parameter for c in g.nodes[1].inputs[1:] + g.nodes[2].inputs[1:])
     with rtx.no_grad():
         np.testing.assert_allclose(g(rtx.randn(5, 3, 6, 6) * 0 + x[:1]).numpy()[0], model(x[:1]).numpy()[0],
@@ -75,7 +75,7 @@ def test_constant_folding_precomputes_constant_subgraphs():
         return x * k.exp()
 
     gp = G.trace(pure, rtx.randn(2, 3))
-    assert gp.fold_constants() == 3 and gp.op_counts() == {"Mul": 1}
+    assert gp.fold_constants() == 3 and gp.op_counts() == {"mul": 1}
     x = rtx.randn(4, 3)
     np.testing.assert_array_equal(gp(x).numpy(), pure(x).numpy())
 
@@ -95,8 +95,8 @@ def test_elementwise_fusion_groups_and_runs():
     g.optimize()
     assert len(g.fusion_groups) == 1
     group = g.fusion_groups[0]
-    assert [n.op for n in group.nodes] == ["Add", "Mul", "Add", "TanhBackward", "ExpBackward", "Sub",
-                                           "SigmoidBackward"]
+    assert [n.op for n in group.nodes] == ["add", "mul", "add", "tanh", "exp", "sub",
+                                           "sigmoid"]
     assert all(n.group == 0 for n in g.nodes)
     assert group.expression() == "(1 / (1 + exp(-(tanh((((in0 + 1.0) * 2.0) + ((in0 + 1.0) * 2.0))) - exp(in1)))))"
     x, y = _args(6)
@@ -113,7 +113,7 @@ def test_fusion_respects_other_readers_and_outputs():
     g = G.trace(fn, rtx.randn(3, 3))
     assert g.fuse_elementwise() == 1
     (grp,) = g.fusion_groups.values()
-    assert [n.op for n in grp.nodes] == ["Mul", "Add", "ReluBackward"]
+    assert [n.op for n in grp.nodes] == ["mul", "add", "relu"]
     x = rtx.randn(4, 3)
     for got, want in zip(g(x), fn(x)):
         np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6)

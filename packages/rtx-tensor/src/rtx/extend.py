@@ -17,9 +17,18 @@ imports the private `rtx._tensor.*` modules (their layout may change; this modul
 - `autocast`: the thread-local autocast state ops consult (`lower`, `fp32`, `is_autocast_enabled`,
   `get_autocast_dtype`, ...); rtx.amp is its user-facing front.
 - Dtype tables live in `rtx.runtime.dtypes` (a public module of rtx-runtime).
+- Op identity: every Primitive subclass has a stable `op` name ("add", "matmul", "softmax", ...;
+  derived from the class name, or set with `op = "..."` in the class body), unique in the
+  process. `op_name(cls)`, `primitive(name)` and `registered_ops()` read the registry; graph
+  passes, compilers and exporters key on these names, never on class names.
+- Recording: `recording(hook)` (a context manager, thread-local) hands this thread's Primitive
+  applications to `hook.primitive(cls, inputs, attrs)` (the hook runs the op, usually inside
+  `recording(None)`), sends the operators' fast paths through Primitives, and reports in-place
+  writes to `hook.old_value(tensor, copy)` / `hook.write_result(tensor, result, write)`;
+  `current_hook()` is this thread's hook. rtx.graph's tracer is built on it.
 """
 from rtx._tensor import autocast_state as autocast
-from rtx._tensor.function import NO_GRAPH, Primitive
+from rtx._tensor.function import NO_GRAPH, Primitive, current_hook, op_name, primitive, recording, registered_ops
 from rtx._tensor.ops._util import cast, check_same_device, dev_of, dims, sum_to, wrap_dim, xp_of
 from rtx._tensor.ops.convert import _parse_to as parse_to
 from rtx._tensor.ops.inplace import apply_inplace, inplace_binary, inplace_unary, write_result
@@ -29,4 +38,5 @@ from rtx._tensor.tensor import Size, Tensor
 __all__ = [
     "NO_GRAPH", "Primitive", "Size", "Tensor", "add_at", "apply_inplace", "autocast", "cast", "check_same_device",
     "dev_of", "dims", "inplace_binary", "inplace_unary", "parse_to", "sum_to", "wrap_dim", "write_result", "xp_of",
+    "current_hook", "op_name", "primitive", "recording", "registered_ops",
 ]

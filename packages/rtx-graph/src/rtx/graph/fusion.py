@@ -28,31 +28,31 @@ def _gelu(a, approximate):
 
 
 OPS = {
-    "Add": (2, np.add, "({0} + {1})"),
-    "Sub": (2, np.subtract, "({0} - {1})"),
-    "Mul": (2, np.multiply, "({0} * {1})"),
-    "Div": (2, np.true_divide, "({0} / {1})"),
-    "Maximum": (2, np.maximum, "max({0}, {1})"),
-    "Minimum": (2, np.minimum, "min({0}, {1})"),
-    "NegBackward": (1, np.negative, "(-{0})"),
-    "ExpBackward": (1, np.exp, "exp({0})"),
-    "LogBackward": (1, np.log, "log({0})"),
-    "SqrtBackward": (1, np.sqrt, "sqrt({0})"),
-    "RsqrtBackward": (1, lambda a: 1 / np.sqrt(a), "rsqrt({0})"),
-    "AbsBackward": (1, np.abs, "abs({0})"),
-    "TanhBackward": (1, np.tanh, "tanh({0})"),
-    "SigmoidBackward": (1, _SIG, "(1 / (1 + exp(-{0})))"),
-    "ReluBackward": (1, lambda a: np.maximum(a, 0), "max({0}, (T)0)"),
-    "SiluBackward": (1, lambda a: a * _SIG(a), "({0} / (1 + exp(-{0})))"),
+    "add": (2, np.add, "({0} + {1})"),
+    "sub": (2, np.subtract, "({0} - {1})"),
+    "mul": (2, np.multiply, "({0} * {1})"),
+    "div": (2, np.true_divide, "({0} / {1})"),
+    "maximum": (2, np.maximum, "max({0}, {1})"),
+    "minimum": (2, np.minimum, "min({0}, {1})"),
+    "neg": (1, np.negative, "(-{0})"),
+    "exp": (1, np.exp, "exp({0})"),
+    "log": (1, np.log, "log({0})"),
+    "sqrt": (1, np.sqrt, "sqrt({0})"),
+    "rsqrt": (1, lambda a: 1 / np.sqrt(a), "rsqrt({0})"),
+    "abs": (1, np.abs, "abs({0})"),
+    "tanh": (1, np.tanh, "tanh({0})"),
+    "sigmoid": (1, _SIG, "(1 / (1 + exp(-{0})))"),
+    "relu": (1, lambda a: np.maximum(a, 0), "max({0}, (T)0)"),
+    "silu": (1, lambda a: a * _SIG(a), "({0} / (1 + exp(-{0})))"),
 }
 # bias_act's activations, by the op that follows the bias add
-_ACTS = {"ReluBackward": "relu", "SiluBackward": "silu", "TanhBackward": "tanh", "SigmoidBackward": "sigmoid"}
+_ACTS = {"relu": "relu", "silu": "silu", "tanh": "tanh", "sigmoid": "sigmoid"}
 
 
 def is_elementwise(node):
     if node.kind != "primitive":
         return False
-    if node.op == "Gelu":
+    if node.op == "gelu":
         return True
     return node.op in OPS and not node.attrs
 
@@ -137,14 +137,14 @@ class FusedGroup:
         if len(self.nodes) != 2:
             return None
         add, act = self.nodes
-        if add.op != "Add" or not (act.op in _ACTS or act.op == "Gelu"):
+        if add.op != "add" or not (act.op in _ACTS or act.op == "gelu"):
             return None
         x, b = add.args
         if not all(getattr(v, "kind", None) in ("input", "node", "const") for v in (x, b)):
             return None
         if len(b.shape) != 1 or not x.shape or b.shape[0] != x.shape[-1] or isinstance(b.shape[0], SymInt):
             return None
-        if act.op == "Gelu":
+        if act.op == "gelu":
             name = "gelu" if act.attrs.get("approximate", "none") == "none" else "gelu_tanh"
         else:
             name = _ACTS[act.op]
@@ -154,7 +154,7 @@ class FusedGroup:
         """The group as C source over in0, in1, ... (for the CUDA kernel), and the reference."""
         names = {id(v): f"in{i}" for i, v in enumerate(self.inputs)}
         for n in self.nodes:
-            if n.op == "Gelu":
+            if n.op == "gelu":
                 a = _operand(n.args[0], names)
                 if n.attrs.get("approximate", "none") == "none":
                     src = f"(0.5 * {a} * (1 + erf({a} * 0.7071067811865476)))"
@@ -171,7 +171,7 @@ class FusedGroup:
         env = {id(v): a for v, a in zip(self.inputs, arrays)}
         for n in self.nodes:
             args = [env[id(x)] if id(x) in env else x for x in n.args]
-            if n.op == "Gelu":
+            if n.op == "gelu":
                 out = _gelu(args[0], n.attrs.get("approximate", "none"))
             else:
                 arity, fn, _ = OPS[n.op]

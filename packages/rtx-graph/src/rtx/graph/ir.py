@@ -49,8 +49,9 @@ class ArrayOf:
 
 
 class Node:
-    """One op application. kind 'primitive': target is the Primitive class, op its name;
-    kind 'module': target is a leaf module called as a whole, op its class name.
+    """One op application. kind 'primitive': target is the Primitive class, op its stable op
+    name ("linear", "relu", "add"; rtx.extend.op_name); kind 'module': target is a leaf module
+    called as a whole, op its class name.
     args: the positional inputs (Values, nested in tuples/lists as given, or Python values);
     attrs: the keyword attributes (may hold SymInts and ArrayOf); outputs: Values;
     out_spec: how the outputs nest (an int index, or tuples/lists/dicts of them);
@@ -61,7 +62,7 @@ class Node:
 
     def __init__(self, name, kind, target, args, attrs, out_spec):
         self.name, self.kind, self.target = name, kind, target
-        self.op = target.__name__ if kind == "primitive" else type(target).__name__
+        self.op = target.op if kind == "primitive" else type(target).__name__
         self.args, self.attrs, self.out_spec = args, attrs, out_spec
         self.outputs = []
         self.group = None

@@ -1,11 +1,11 @@
 """trace(fn, example_inputs) -> Graph.
 
-The function runs under a recording mode: rtx._tensor.function's `_tracer` hook sees every
-Primitive application (the op still runs, so the trace carries real values), with its
-inputs, attributes and outputs. Tensors the trace did not make (parameters, buffers,
-constants built in forward) become constants, named after the module's parameters and
-buffers. While recording, the operators' no-grad fast paths (which compute without a
-Primitive) are switched to the general path, and in-place ops are followed: `x.relu_()` or
+The function runs under rtx.extend.recording (a thread-local hook: other threads' ops are
+neither recorded nor disturbed): the hook sees every Primitive application of this thread
+(the op still runs, so the trace carries real values), with its inputs, attributes and
+outputs. Tensors the trace did not make (parameters, buffers, constants built in forward)
+become constants, named after the module's parameters and buffers. While recording, the
+operators' fast paths go through Primitives, and in-place ops are followed: `x.relu_()` or
 `out += identity` rebinds x to the op's result. Any other in-place write to a traced tensor
 makes its next use raise.
 
@@ -24,10 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 import rtx
-from rtx._tensor import function
-from rtx._tensor.ops import arith
-from rtx._tensor.ops import inplace as _inplace
-from rtx._tensor.tensor import Tensor
+from rtx.extend import Tensor, current_hook, recording
 from rtx.graph._pytree import leaves, map_structure
 from rtx.graph.ir import ArrayOf, Graph, Node, Value
 from rtx.graph.symbolic import NotGeneralizable, SymArange, SymInt, fit_int, is_arange, merge
@@ -116,6 +113,21 @@ class _Recorder:
         self.ops.append(_RawOp("primitive", cls, args, enc, [(o.shape, o.dtype) for o in outs], spec))
         return out
 
+    def old_value(self, t, copy):
+        # In-place ops copy the old value first: the copy stands for the same traced value.
+        if self.active:
+            self.bind(copy, self.ref(t))
+
+    def write_result(self, t, result, write):
+        if not self.active:
+            return write(t, result)
+        ref = self.ref(result)
+        out = write(t, result)
+        if t._data.dtype != result._data.dtype or t._data.shape != result._data.shape:
+            return out  # the write cast or broadcast: t's version moved on, so a later use raises
+        self.bind(t, ref)
+        return out
+
     def module(self, m, forward, args, kwargs):
         if not self.active:
             return forward(*args, **kwargs)
@@ -140,75 +152,39 @@ def _is_cupy(x):
 
 
 def _run(cls, inputs, attrs):
-    saved, function._tracer = function._tracer, None
-    try:
+    with recording(None):
         return cls.apply(*inputs, **attrs)
-    finally:
-        function._tracer = saved
-
-
-_FAST = {"add": arith.add, "sub": arith.sub, "mul": arith.mul, "truediv": arith.div}
 
 
 class _Recording:
-    """Install the hook, the general operator paths and the in-place bookkeeping; undo on exit."""
+    """Install the recorder as this thread's hook and route the leaf modules' calls to it;
+    undo on exit."""
 
     def __init__(self, rec, modules):
         self.rec, self.modules, self.saved = rec, modules, []
 
     def __enter__(self):
         rec = self.rec
-        if function._tracer is not None:
+        if isinstance(current_hook(), _Recorder):
             raise TraceError("rtx.graph.trace cannot run inside another trace")
-        for name, fn in _FAST.items():
-            self._set(Tensor, f"__{name}__", lambda a, b, fn=fn: fn(a, b))
-            self._set(Tensor, f"__r{name}__", lambda a, b, fn=fn: fn(b, a))
-        orig_write = _inplace.write_result
-        orig_recording = _inplace._recording
-
-        def old_self(t):
-            # The value before an in-place write: a copy standing for the same traced value.
-            alias = Tensor._make(t._data.copy())
-            if rec.active:
-                rec.bind(alias, rec.ref(t))
-            return alias
-
-        def write_result(t, result):
-            if not rec.active:
-                return orig_write(t, result)
-            ref = rec.ref(result)
-            out = orig_write(t, result)
-            if t._data.dtype != result._data.dtype or t._data.shape != result._data.shape:
-                return out  # the write cast or broadcast: t's version moved on, so a later use raises
-            rec.bind(t, ref)
-            return out
-
-        self._set(_inplace, "_recording", lambda *a: True if rec.active else orig_recording(*a))
-        self._set(_inplace, "_old_self", old_self)
-        self._set(_inplace, "write_result", write_result)
         for m in self.modules:
             if rec.leaf(m):
                 forward = m.forward
-                m.__dict__["forward"] = (lambda *a, _m=m, _f=forward, **k: rec.module(_m, _f, a, k))
-                self.saved.append((m.__dict__, "forward", _MISSING))
-        function._tracer = rec.primitive
+                # Only this thread's trace records the call; elsewhere the module runs as usual.
+                m.__dict__["forward"] = (lambda *a, _m=m, _f=forward, **k: rec.module(_m, _f, a, k)
+                                         if current_hook() is rec else _f(*a, **k))
+                self.saved.append((m.__dict__, "forward"))
+        self._recording = recording(rec)
+        self._recording.__enter__()
         return self
 
-    def _set(self, obj, name, value):
-        self.saved.append((obj, name, getattr(obj, name)))
-        setattr(obj, name, value)
-
     def __exit__(self, *exc):
-        function._tracer = None
-        for obj, name, old in reversed(self.saved):
-            if old is _MISSING:
-                obj.pop(name, None)
-            else:
-                setattr(obj, name, old)
+        self._recording.__exit__(*exc)
+        for d, name in reversed(self.saved):
+            d.pop(name, None)
         return False
 
 
-_MISSING = object()
 
 
 def _modules(fn):
@@ -383,10 +359,9 @@ def _build(recs, base, dims, fn, args, input_names):
             return ArrayOf(refs[x.ref])
         margs = map_structure(margs, to_value, _is_ref)
         mattrs = map_structure(mattrs, to_value, _is_ref)
-        opname = op.target.__name__ if op.kind == "primitive" else type(op.target).__name__
-        count = counters.get(opname, 0)
-        counters[opname] = count + 1
-        base_name = _snake(opname)
+        base_name = op.target.op if op.kind == "primitive" else _snake(type(op.target).__name__)
+        count = counters.get(base_name, 0)
+        counters[base_name] = count + 1
         node = Node(base_name if count == 0 else f"{base_name}_{count}", op.kind, op.target, margs, mattrs,
                     op.out_spec)
         for i, (_, dtype) in enumerate(op.outs):
@@ -409,7 +384,7 @@ def _is_ref(x):
 
 
 def _opname(op):
-    return op.target.__name__ if op.kind == "primitive" else f"module {type(op.target).__name__}"
+    return op.target.op if op.kind == "primitive" else f"module {type(op.target).__name__}"
 
 
 def _snake(name):

@@ -15,11 +15,11 @@ from rtx.graph.ir import ArrayOf, Value
 from rtx.graph.symbolic import SymArange, SymInt, has_symbols, resolve
 from rtx.inference.program import Port, Program
 
-_UNARY = {"ReluBackward": "relu", "SigmoidBackward": "sigmoid", "TanhBackward": "tanh", "SiluBackward": "silu",
-          "ExpBackward": "exp", "LogBackward": "log", "SqrtBackward": "sqrt", "NegBackward": "negative",
-          "AbsBackward": "absolute"}
-_BINARY = {"Add": "add", "Sub": "subtract", "Mul": "multiply", "Div": "divide", "Maximum": "maximum",
-           "Minimum": "minimum"}
+_UNARY = {"relu": "relu", "sigmoid": "sigmoid", "tanh": "tanh", "silu": "silu",
+          "exp": "exp", "log": "log", "sqrt": "sqrt", "neg": "negative",
+          "abs": "absolute"}
+_BINARY = {"add": "add", "sub": "subtract", "mul": "multiply", "div": "divide", "maximum": "maximum",
+           "minimum": "minimum"}
 
 
 def _is_value(x):
@@ -128,13 +128,13 @@ def _native(p, node, slot, xp, symbolic):
     dt = np.dtype(out.dtype.np)
     if dt.kind != "f":
         return None
-    if op == "Linear" and len(args) in (2, 3) and all(_float(a) or a is None for a in args):
+    if op == "linear" and len(args) in (2, 3) and all(_float(a) or a is None for a in args):
         w = _const(p, slot, args[1])
         b = _const(p, slot, args[2]) if len(args) > 2 and args[2] is not None else None
         if w is None or w.ndim != 2 or (len(args) > 2 and args[2] is not None and b is None):
             return None
         return "Linear", [slot[id(args[0])]], {"wt": xp.ascontiguousarray(w.T), "b": b, "act": None}
-    if op == "Conv" and len(args) == 3 and not symbolic:
+    if op == "convolution" and len(args) == 3 and not symbolic:
         w = _const(p, slot, args[1])
         b = _const(p, slot, args[2]) if args[2] is not None else None
         if w is None or (args[2] is not None and b is None) or not _float(args[0]):
@@ -144,7 +144,7 @@ def _native(p, node, slot, xp, symbolic):
                                              "dilation": tuple(g.dilation), "groups": g.groups, "act": None}
     if op in _UNARY and not attrs and _float(args[0]) and args[0].dtype == out.dtype:
         return "Unary", [slot[id(args[0])]], {"act": _UNARY[op]}
-    if op == "Gelu" and _float(args[0]):
+    if op == "gelu" and _float(args[0]):
         return "Unary", [slot[id(args[0])]], {"act": "gelu" if attrs.get("approximate", "none") == "none"
                                               else "gelu_tanh"}
     if op in _BINARY and len(args) == 2 and not attrs:
@@ -159,29 +159,29 @@ def _native(p, node, slot, xp, symbolic):
             else:
                 return None
         return "Binary", ins, {"fn": _BINARY[op]}
-    if op == "MatMul" and len(args) == 2 and all(_float(a) and a.dtype == out.dtype for a in args):
+    if op == "matmul" and len(args) == 2 and all(_float(a) and a.dtype == out.dtype for a in args):
         w = _const(p, slot, args[1])
         if w is not None and w.ndim == 2 and len(args[0].shape) >= 2:
             return "Linear", [slot[id(args[0])]], {"wt": xp.ascontiguousarray(w), "b": None, "act": None}
         return "MatMul", [slot[id(a)] for a in args], {}
-    if op == "MaxPool" and not attrs.get("return_indices") and not symbolic and _float(args[0]):
+    if op == "max_pool" and not attrs.get("return_indices") and not symbolic and _float(args[0]):
         geo = attrs["geo"]
         if any(isinstance(d, SymInt) for d in args[0].shape[2:]):
             return None
         return "MaxPool", [slot[id(args[0])]], {"kernel": tuple(geo.kernel), "stride": tuple(geo.stride),
                                                 "pads": tuple(geo.pads), "dilation": tuple(geo.dilation)}
-    if op == "AvgPool" and not symbolic and _float(args[0]):
+    if op == "avg_pool" and not symbolic and _float(args[0]):
         geo = attrs["geo"]
         spatial = tuple(args[0].shape[2:])
         if tuple(geo.kernel) == spatial and not any(lo or hi for lo, hi in geo.pads) \
                 and float(attrs.get("div", 0)) == float(np.prod(spatial)):   # a global average pool
             return "Mean", [slot[id(args[0])]], {"axes": tuple(range(2, 2 + len(spatial))), "keepdims": True}
         return None
-    if op in ("Softmax", "LogSoftmax") and set(attrs) == {"axis"} and args[0].dtype == out.dtype:
-        return "Softmax", [slot[id(args[0])]], {"axis": attrs["axis"], "log": op == "LogSoftmax"}
-    if op == "Reshape" and set(attrs) == {"shape"}:
+    if op in ("softmax", "log_softmax") and set(attrs) == {"axis"} and args[0].dtype == out.dtype:
+        return "Softmax", [slot[id(args[0])]], {"axis": attrs["axis"], "log": op == "log_softmax"}
+    if op == "reshape" and set(attrs) == {"shape"}:
         shape = attrs["shape"]
         return "Reshape", [slot[id(args[0])]], {"target": lambda s, env, shape=shape: resolve(shape, env)}
-    if op == "Permute" and set(attrs) == {"axes"}:
+    if op == "permute" and set(attrs) == {"axes"}:
         return "Permute", [slot[id(args[0])]], {"axes": attrs["axes"]}
     return None

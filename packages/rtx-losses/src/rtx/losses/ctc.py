@@ -80,6 +80,8 @@ def _forward_backward(lp, ext, input_lengths, target_lengths, blank):
 
 
 class CTC(Primitive):
+    op = "ctc_loss"
+
     @staticmethod
     def forward(ctx, log_probs, *, targets, input_lengths, target_lengths, blank, zero_infinity):
         data = log_probs._data

@@ -1,7 +1,7 @@
 """rtx Primitive -> ONNX ops. Each handler takes the export context and a graph node and
-returns the ONNX name(s) of the node's output(s). Keyed by the Primitive class name (as
-rtx.graph records it); a few names are shared by two classes (Softmax over `axis` in
-activations and over the last axis in attention), told apart by their attributes."""
+returns the ONNX name(s) of the node's output(s). Keyed by the Primitive's op name
+(`node.op`, rtx.extend.op_name), so one table entry stands for one op whatever its class is
+called; leaf modules recorded whole are keyed "module:<class name>"."""
 from __future__ import annotations
 
 import math
@@ -59,8 +59,8 @@ def _static(v, what):
 
 # ---- elementwise ---------------------------------------------------------------------------------
 
-_BINARY = {"Add": "Add", "Sub": "Sub", "Mul": "Mul", "Div": "Div", "Pow": "Pow", "Maximum": "Max",
-           "Minimum": "Min", "eq": "Equal", "lt": "Less", "le": "LessOrEqual", "gt": "Greater",
+_BINARY = {"add": "Add", "sub": "Sub", "mul": "Mul", "div": "Div", "pow": "Pow", "maximum": "Max",
+           "minimum": "Min", "eq": "Equal", "lt": "Less", "le": "LessOrEqual", "gt": "Greater",
            "ge": "GreaterOrEqual", "logical_and": "And", "logical_or": "Or", "logical_xor": "Xor"}
 
 
@@ -81,7 +81,7 @@ def _ne(ctx, node):
     return ctx.add("Not", [ctx.add("Equal", [a, b])], name=node.name)
 
 
-@handles("Remainder")
+@handles("remainder")
 def _remainder(ctx, node):
     a, b = _binary_operands(ctx, node)
     fmod = 0 if np.issubdtype(_out_dtype(node), np.integer) else 1
@@ -96,13 +96,13 @@ def _remainder(ctx, node):
     return ctx.add("Mod", [a, b], name=node.name, fmod=0)
 
 
-@handles("Fmod")
+@handles("fmod")
 def _fmod(ctx, node):
     a, b = _binary_operands(ctx, node)
     return ctx.add("Mod", [a, b], name=node.name, fmod=1)
 
 
-@handles("DivRounded")
+@handles("div_rounded")
 def _div_rounded(ctx, node):
     a, b = _binary_operands(ctx, node)
     if np.issubdtype(_out_dtype(node), np.integer):
@@ -114,20 +114,20 @@ def _div_rounded(ctx, node):
     return ctx.add("Where", [negative, ctx.add("Ceil", [q]), ctx.add("Floor", [q])], name=node.name)
 
 
-@handles("Where")
+@handles("where")
 def _where(ctx, node):
     cond, a, b = node.args
     dt = _out_dtype(node)
     return ctx.add("Where", [ctx.value(cond), _operand(ctx, a, dt), _operand(ctx, b, dt)], name=node.name)
 
 
-_UNARY = {"NegBackward": "Neg", "ExpBackward": "Exp", "LogBackward": "Log", "SqrtBackward": "Sqrt",
-          "AbsBackward": "Abs", "TanhBackward": "Tanh", "SigmoidBackward": "Sigmoid", "SinBackward": "Sin",
-          "CosBackward": "Cos", "TanBackward": "Tan", "AtanBackward": "Atan", "SinhBackward": "Sinh",
-          "CoshBackward": "Cosh", "ErfBackward": "Erf", "FloorBackward": "Floor", "CeilBackward": "Ceil",
-          "ReciprocalBackward": "Reciprocal", "SignBackward": "Sign", "RoundBackward": "Round",
-          "ReluBackward": "Relu", "logical_not": "Not", "isnan": "IsNaN", "isinf": "IsInf",
-          "Clone": "Identity"}
+_UNARY = {"neg": "Neg", "exp": "Exp", "log": "Log", "sqrt": "Sqrt",
+          "abs": "Abs", "tanh": "Tanh", "sigmoid": "Sigmoid", "sin": "Sin",
+          "cos": "Cos", "tan": "Tan", "atan": "Atan", "sinh": "Sinh",
+          "cosh": "Cosh", "erf": "Erf", "floor": "Floor", "ceil": "Ceil",
+          "reciprocal": "Reciprocal", "sign": "Sign", "round": "Round",
+          "relu": "Relu", "logical_not": "Not", "isnan": "IsNaN", "isinf": "IsInf",
+          "clone": "Identity"}
 
 
 def _unary(onnx_op):
@@ -144,28 +144,28 @@ def _c(ctx, node, value):
     return ctx.const(np.array(value, dtype=_out_dtype(node)))
 
 
-@handles("RsqrtBackward")
+@handles("rsqrt")
 def _rsqrt(ctx, node):
     return ctx.add("Reciprocal", [ctx.add("Sqrt", [_in(ctx, node)])], name=node.name)
 
 
-@handles("SquareBackward")
+@handles("square")
 def _square(ctx, node):
     x = _in(ctx, node)
     return ctx.add("Mul", [x, x], name=node.name)
 
 
-@handles("Log1pBackward")
+@handles("log1p")
 def _log1p(ctx, node):
     return ctx.add("Log", [ctx.add("Add", [_in(ctx, node), _c(ctx, node, 1)])], name=node.name)
 
 
-@handles("Expm1Backward")
+@handles("expm1")
 def _expm1(ctx, node):
     return ctx.add("Sub", [ctx.add("Exp", [_in(ctx, node)]), _c(ctx, node, 1)], name=node.name)
 
 
-@handles("Clamp")
+@handles("clamp")
 def _clamp(ctx, node):
     lo, hi = node.attrs.get("lo"), node.attrs.get("hi")
     dt = _out_dtype(node)
@@ -173,7 +173,7 @@ def _clamp(ctx, node):
                             _operand(ctx, hi, dt) if hi is not None else None], name=node.name)
 
 
-@handles("Cast")
+@handles("cast")
 def _cast(ctx, node):
     to = helper.np_dtype_to_tensor_dtype(np.dtype(node.attrs["np_dtype"]))
     return ctx.add("Cast", [_in(ctx, node)], name=node.name, to=to)
@@ -181,12 +181,12 @@ def _cast(ctx, node):
 
 # ---- activations -----------------------------------------------------------------------------------
 
-@handles("LeakyReluBackward")
+@handles("leaky_relu")
 def _leaky(ctx, node):
     return ctx.add("LeakyRelu", [_in(ctx, node)], name=node.name, alpha=float(node.attrs["slope"]))
 
 
-@handles("EluBackward")
+@handles("elu")
 def _elu(ctx, node):
     alpha, scale, input_scale = (float(node.attrs[k]) for k in ("alpha", "scale", "input_scale"))
     x = _in(ctx, node)
@@ -199,13 +199,13 @@ def _elu(ctx, node):
     raise ExportError(f"ELU with scale {scale} and input_scale {input_scale} has no ONNX op")
 
 
-@handles("HardtanhBackward")
+@handles("hardtanh")
 def _hardtanh(ctx, node):
     return ctx.add("Clip", [_in(ctx, node), _c(ctx, node, node.attrs["lo"]), _c(ctx, node, node.attrs["hi"])],
                    name=node.name)
 
 
-@handles("SiluBackward")
+@handles("silu")
 def _silu(ctx, node):
     x = _in(ctx, node)
     return ctx.add("Mul", [x, ctx.add("Sigmoid", [x])], name=node.name)
@@ -220,29 +220,29 @@ def _softplus(ctx, node, x, beta, threshold):
     return ctx.add("Where", [ctx.add("Greater", [bx, _c(ctx, node, threshold)]), x, sp], name=node.name)
 
 
-@handles("SoftplusBackward")
+@handles("softplus")
 def _softplus_h(ctx, node):
     return _softplus(ctx, node, _in(ctx, node), float(node.attrs["beta"]), float(node.attrs["threshold"]))
 
 
-@handles("MishBackward")
+@handles("mish")
 def _mish(ctx, node):
     x = _in(ctx, node)
     sp = ctx.add("Softplus", [x])
     return ctx.add("Mul", [x, ctx.add("Tanh", [sp])], name=node.name)
 
 
-@handles("LogSigmoidBackward")
+@handles("log_sigmoid")
 def _logsigmoid(ctx, node):
     return ctx.add("Neg", [ctx.add("Softplus", [ctx.add("Neg", [_in(ctx, node)])])], name=node.name)
 
 
-@handles("HardsigmoidBackward")
+@handles("hardsigmoid")
 def _hardsigmoid(ctx, node):
     return ctx.add("HardSigmoid", [_in(ctx, node)], name=node.name, alpha=1.0 / 6, beta=0.5)
 
 
-@handles("HardswishBackward")
+@handles("hardswish")
 def _hardswish(ctx, node):
     x = _in(ctx, node)
     if ctx.opset >= 14:
@@ -250,7 +250,7 @@ def _hardswish(ctx, node):
     return ctx.add("Mul", [x, ctx.add("HardSigmoid", [x], alpha=1.0 / 6, beta=0.5)], name=node.name)
 
 
-@handles("Gelu")
+@handles("gelu")
 def _gelu(ctx, node):
     x = _in(ctx, node)
     approx = node.attrs.get("approximate", "none")
@@ -266,25 +266,25 @@ def _gelu(ctx, node):
     return ctx.add("Mul", [half, ctx.add("Add", [t, _c(ctx, node, 1.0)])], name=node.name)
 
 
-@handles("Softmax")
+@handles("softmax", "safe_softmax")
 def _softmax(ctx, node):
     axis = node.attrs.get("axis", -1)  # attention's Softmax works on the last axis
     return ctx.add("Softmax", [_in(ctx, node)], name=node.name, axis=int(axis))
 
 
-@handles("LogSoftmax")
+@handles("log_softmax")
 def _log_softmax(ctx, node):
     return ctx.add("LogSoftmax", [_in(ctx, node)], name=node.name, axis=int(node.attrs.get("axis", -1)))
 
 
 # ---- linear algebra ----------------------------------------------------------------------------------
 
-@handles("MatMul")
+@handles("matmul")
 def _matmul(ctx, node):
     return ctx.add("MatMul", [_in(ctx, node, 0), _in(ctx, node, 1)], name=node.name)
 
 
-@handles("Linear")
+@handles("linear")
 def _linear(ctx, node):
     x, w, b = (list(node.args) + [None])[:3]
     if w.kind == "const" and w.fill is None and x.shape and len(x.shape) == 2:
@@ -306,7 +306,7 @@ def _pads(pairs):
     return [lo for lo, _ in pairs] + [hi for _, hi in pairs]
 
 
-@handles("Conv")
+@handles("convolution")
 def _conv(ctx, node):
     x, w, b = node.args[:3]
     g = node.attrs["geom"]
@@ -315,7 +315,7 @@ def _conv(ctx, node):
                    strides=list(g.stride), dilations=list(g.dilation), group=int(g.groups))
 
 
-@handles("MaxPool")
+@handles("max_pool")
 def _maxpool(ctx, node):
     if node.attrs.get("return_indices"):
         raise ExportError("max pooling with return_indices=True is not exported")
@@ -324,7 +324,7 @@ def _maxpool(ctx, node):
                    strides=list(geo.stride), pads=_pads(geo.pads), dilations=list(geo.dilation))
 
 
-@handles("AvgPool")
+@handles("avg_pool")
 def _avgpool(ctx, node):
     geo, div = node.attrs["geo"], node.attrs["div"]
     x = _in(ctx, node)
@@ -341,7 +341,7 @@ def _avgpool(ctx, node):
     return ctx.add("Mul", [avg, ctx.const(scale, "avg_scale")], name=node.name)
 
 
-@handles("NativeLayerNorm")
+@handles("native_layer_norm")
 def _layer_norm(ctx, node):
     x, w, b = node.args[:3]
     nd, eps = int(node.attrs["nd"]), float(node.attrs["eps"])
@@ -364,7 +364,7 @@ def _layer_norm(ctx, node):
     return ctx.add("Identity", [y], name=node.name)
 
 
-@handles("FusedRmsNorm")
+@handles("fused_rms_norm")
 def _rms_norm(ctx, node):
     x, w = node.args[:2]
     nd, eps = int(node.attrs["nd"]), node.attrs["eps"]
@@ -388,9 +388,9 @@ def _reduce(ctx, op, x, axes, keepdim, name=None):
     return ctx.add(op, [x], name=name, axes=axes, keepdims=int(bool(keepdim)))
 
 
-@handles("Mean", "Sum", "Prod")
+@handles("mean", "sum", "prod")
 def _reduction(ctx, node):
-    op = {"Mean": "ReduceMean", "Sum": "ReduceSum", "Prod": "ReduceProd"}[node.op]
+    op = {"mean": "ReduceMean", "sum": "ReduceSum", "prod": "ReduceProd"}[node.op]
     x = _in(ctx, node)
     want = node.attrs.get("np_dtype")
     if want is not None and np.dtype(want) != _dtype_of(node.args[0]):
@@ -403,7 +403,7 @@ def _reduction(ctx, node):
 
 # ---- shapes ------------------------------------------------------------------------------------------
 
-@handles("Reshape")
+@handles("reshape")
 def _reshape(ctx, node):
     x = node.args[0]
     target = tuple(node.attrs["shape"])
@@ -424,17 +424,17 @@ def _reshape(ctx, node):
     return ctx.add("Reshape", [ctx.value(x), ctx.shape_tensor(target)], name=node.name)
 
 
-@handles("Permute")
+@handles("permute")
 def _permute(ctx, node):
     return ctx.add("Transpose", [_in(ctx, node)], name=node.name, perm=[int(a) for a in node.attrs["axes"]])
 
 
-@handles("Expand")
+@handles("expand")
 def _expand(ctx, node):
     return ctx.add("Expand", [_in(ctx, node), ctx.shape_tensor(node.attrs["shape"])], name=node.name)
 
 
-@handles("Cat")
+@handles("cat")
 def _cat(ctx, node):
     return ctx.add("Concat", [ctx.value(a) for a in node.args], name=node.name, axis=int(node.attrs["axis"]))
 
@@ -444,7 +444,7 @@ def _slice(ctx, x, axis, start, stop, step=1, name=None):
                              ctx.ints([step])], name=name)
 
 
-@handles("Split")
+@handles("split")
 def _split(ctx, node):
     x = _in(ctx, node)
     axis, bounds = int(node.attrs["axis"]), node.attrs["bounds"]
@@ -457,7 +457,7 @@ def _split(ctx, node):
     return [_slice(ctx, x, axis, s, e, name=node.name) for s, e in bounds]
 
 
-@handles("Unbind")
+@handles("unbind")
 def _unbind(ctx, node):
     x = _in(ctx, node)
     axis = int(node.attrs["axis"])
@@ -467,7 +467,7 @@ def _unbind(ctx, node):
     return [ctx.add("Squeeze", [p, ctx.ints([axis], "axes")], name=node.name) for p in parts]
 
 
-@handles("Tri")
+@handles("tri")
 def _tri(ctx, node):
     if ctx.opset < 14:
         raise ExportError("tril/triu of a computed tensor needs opset 14 or later (ONNX Trilu)")
@@ -476,7 +476,7 @@ def _tri(ctx, node):
                    upper=int(bool(node.attrs["upper"])))
 
 
-@handles("GetItem")
+@handles("getitem")
 def _getitem(ctx, node):
     x = node.args[0]
     index = node.attrs["index"]
@@ -550,7 +550,7 @@ def _advanced_index(ctx, node, x, items):
     return ctx.add("Gather", [ctx.value(x), idx_name], name=node.name, axis=axis)
 
 
-@handles("Embedding")
+@handles("embedding")
 def _embedding(ctx, node):
     w = node.args[0]
     idx = node.attrs["idx"]
@@ -565,7 +565,7 @@ def _embedding(ctx, node):
     return ctx.add("Gather", [ctx.value(w), idx_name], name=node.name, axis=0)
 
 
-@handles("PadConstant")
+@handles("pad_constant")
 def _pad(ctx, node):
     pads = node.attrs["pads"]
     value = node.attrs["value"] or 0

@@ -1,11 +1,13 @@
 """Fast paths for the Python operators on the commonest case: two tensors of one dtype on
 one device, or a float tensor and a Python number. They skip argument parsing and promotion
 (which cannot change anything there) and go straight to the array op or the Primitive.
-Everything else falls through to the general functions in ops/arith.py."""
+Everything else falls through to the general functions in ops/arith.py, and so does every
+call while a recording hook (rtx.extend.recording) follows this thread: it sees Primitives."""
 from __future__ import annotations
 
 import numpy as np
 
+from rtx._tensor.function import _active, _local
 from rtx._tensor.ops import arith
 from rtx._tensor.tensor import Tensor
 from rtx.autograd.grad_mode import _state
@@ -27,6 +29,8 @@ def _make_fast(prim, general, ufunc, float_only=False):
     make = Tensor._make
 
     def op(self, other):
+        if _active[0] and _local.hook is not None:
+            return general(self, other)
         d = self._data
         if type(other) is Tensor:
             o = other._data
@@ -43,6 +47,8 @@ def _make_fast(prim, general, ufunc, float_only=False):
         return general(self, other)
 
     def rop(self, other):
+        if _active[0] and _local.hook is not None:
+            return general(other, self)
         d = self._data
         if (type(other) is float or type(other) is int) and d.dtype.kind == "f":
             if _state.enabled and self.requires_grad:

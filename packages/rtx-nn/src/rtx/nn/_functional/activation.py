@@ -18,7 +18,7 @@ import warnings
 import numpy as np
 
 from rtx.autograd.grad_mode import _state
-from rtx.extend import Primitive, Tensor, apply_inplace, cast, wrap_dim
+from rtx.extend import Primitive, Tensor, apply_inplace, cast, primitive, wrap_dim
 from rtx.extend import autocast as _autocast
 from rtx.runtime import dtypes as _dt
 from rtx.runtime.random import generator_for
@@ -72,7 +72,7 @@ def _softplus_array(a, beta, threshold):
 def _pointwise(name, forward, derivative, saves="x"):
     """A Primitive for y = forward(a, **attrs) whose gradient is derivative(g, x, y, **attrs)."""
 
-    class Op(Primitive):
+    class Op(Primitive, op="".join("_" + c.lower() if c.isupper() else c for c in name).lstrip("_")):
         saves_output = saves == "y"
 
         @staticmethod
@@ -94,7 +94,7 @@ def _pointwise(name, forward, derivative, saves="x"):
 
 # ---- the pointwise Primitives ---------------------------------------------------------------------
 
-_Relu = _pointwise("Relu", lambda a: np.maximum(a, 0), lambda g, x, y: g * _mask(y > 0, g), saves="y")
+_Relu = primitive("relu")  # rtx.relu's Primitive: one op "relu" whichever way it is called
 _Hardtanh = _pointwise(
     "Hardtanh", lambda a, lo, hi: np.clip(a, lo, hi).astype(a.dtype, copy=False),
     lambda g, x, y, lo, hi: g * _mask((x > lo) & (x < hi), g))
@@ -322,6 +322,8 @@ class Gelu(Primitive):
 
 class GeluBackward(Primitive):
     """grad * gelu'(x) through the fused kernel; its own derivative in Tensor ops."""
+
+    op = "gelu_backward"
 
     @staticmethod
     def forward(ctx, x, g, *, approximate):

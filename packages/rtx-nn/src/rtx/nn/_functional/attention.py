@@ -49,6 +49,7 @@ class Softmax(Primitive):
     """softmax over the last axis (rtx.kernel's fused kernel). With safe=True a row that is
     entirely -inf (every key masked out) gives zeros instead of NaN, as PyTorch's math SDPA."""
 
+    op = "safe_softmax"
     saves_output = True
 
     @staticmethod

@@ -635,6 +635,8 @@ def _convW_fwd(x, y, geom, kernel):
 class Conv(Primitive):
     """y = conv(x, w) + b. backward: dx = ConvT(dy, w), dw = ConvW(x, dy), db = sum(dy)."""
 
+    op = "convolution"
+
     @staticmethod
     def forward(ctx, x, w, b, *, geom, out_shape=None):
         ctx.geom = geom
@@ -654,6 +656,8 @@ class Conv(Primitive):
 class ConvT(Primitive):
     """x = conv_transpose(y, w): the adjoint of Conv in its input."""
 
+    op = "convolution_transpose"
+
     @staticmethod
     def forward(ctx, y, w, *, geom, in_shape):
         ctx.geom = geom
@@ -671,6 +675,8 @@ class ConvT(Primitive):
 
 class ConvW(Primitive):
     """dw = conv_weight_grad(x, dy): bilinear in (x, dy)."""
+
+    op = "convolution_weight"
 
     @staticmethod
     def forward(ctx, x, y, *, geom, kernel):

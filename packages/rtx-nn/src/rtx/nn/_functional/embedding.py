@@ -40,6 +40,8 @@ class Embedding(Primitive):
 class EmbeddingDenseBackward(Primitive):
     """y[r] = sum of g[i] * scale[i] over positions i with idx[i] == r (n rows)."""
 
+    op = "embedding_dense_backward"
+
     @staticmethod
     def forward(ctx, g, *, idx, scale, n):
         ctx.idx, ctx.scale = idx, scale

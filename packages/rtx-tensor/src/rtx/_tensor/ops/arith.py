@@ -274,6 +274,7 @@ class Xlogy(_Binary):
 
 
 class LogAddExp(_Binary):
+    op = "logaddexp"
     fn = staticmethod(np.logaddexp)
     saves_output = True
 
@@ -286,6 +287,7 @@ class LogAddExp(_Binary):
 
 
 class LogAddExp2(_Binary):
+    op = "logaddexp2"
     fn = staticmethod(np.logaddexp2)
     saves_output = True
 

@@ -9,7 +9,7 @@ from rtx._tensor.tensor import Tensor
 
 
 def _binary(name, ufunc, doc):
-    class Op(Primitive):
+    class Op(Primitive, op=name):
         @staticmethod
         def forward(ctx, a, b):
             return ufunc(data(a), data(b))

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from rtx._tensor import function as _function
 from rtx._tensor.function import Primitive
 from rtx._tensor.ops._util import cast, data, sum_to
 from rtx._tensor.tensor import Tensor
@@ -14,6 +15,10 @@ from rtx.runtime import dtypes as _dt
 
 
 def _recording(self, other=None):
+    """Whether the in-place op must go out of place (old value copied, result written back):
+    a graph is recorded, or a recording hook (rtx.graph's tracer) follows this thread's ops."""
+    if _function._active[0] and _function._local.hook is not None:
+        return True
     return _state.enabled and (self.requires_grad or (type(other) is Tensor and other.requires_grad))
 
 
@@ -23,11 +28,21 @@ def _old_self(self):
     old.requires_grad = self.requires_grad
     if self.grad_fn is None and self.requires_grad:
         old.grad_fn = None
+    hook = _function.current_hook()
+    if hook is not None:
+        hook.old_value(self, old)   # the copy stands for the same recorded value
     return old
 
 
 def write_result(self, result):
     """Make `self` hold `result`: its values (cast to self's dtype) and, if any, its history."""
+    hook = _function.current_hook()
+    if hook is not None:
+        return hook.write_result(self, result, _write_result)
+    return _write_result(self, result)
+
+
+def _write_result(self, result):
     self._check_inplace()
     rd, sd = result._data.dtype, self._data.dtype
     if rd != sd and not _dt.can_cast(_dt.from_numpy(rd), _dt.from_numpy(sd)):
@@ -160,6 +175,8 @@ def set_(self, source):
 
 class SetItem(Primitive):
     """out = a with out[index] = v (out of place; __setitem__ writes it back in place)."""
+
+    op = "setitem"
 
     @staticmethod
     def forward(ctx, a, v, *, index):

@@ -9,6 +9,8 @@ from rtx._tensor.tensor import Tensor
 
 
 class MatMul(Primitive):
+    op = "matmul"
+
     @staticmethod
     def forward(ctx, a, b):
         ctx.save_for_backward(a, b)

@@ -521,6 +521,7 @@ def norm(input, p="fro", dim=None, keepdim=False, out=None, dtype=None):
 
 
 class LogSumExp(Primitive):
+    op = "logsumexp"
     saves_output = True
 
     @staticmethod
@@ -596,6 +597,8 @@ def _revcumsum(t, axis):
 
 
 class CumSum(Primitive):
+    op = "cumsum"
+
     @staticmethod
     def forward(ctx, a, *, axis, np_dtype=None):
         ctx.axis = axis
@@ -607,6 +610,7 @@ class CumSum(Primitive):
 
 
 class CumProd(Primitive):
+    op = "cumprod"
     saves_output = True
 
     @staticmethod

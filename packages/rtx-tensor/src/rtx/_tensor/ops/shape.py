@@ -359,6 +359,8 @@ def _index_error(e, shape):
 
 
 class GetItem(Primitive):
+    op = "getitem"
+
     @staticmethod
     def forward(ctx, a, *, index, basic):
         ctx.shape, ctx.index = a._data.shape, index
@@ -384,6 +386,8 @@ def add_at(out, index, values):
 
 class IndexBackward(Primitive):
     """Scatter-add the gradient of a[index] back into a zero tensor of a's shape."""
+
+    op = "index_backward"
 
     @staticmethod
     def forward(ctx, g, *, shape, index):
@@ -546,6 +550,8 @@ class Unfold(Primitive):
 
 
 class UnfoldBackward(Primitive):
+    op = "unfold_backward"
+
     @staticmethod
     def forward(ctx, g, *, shape, dim, size, step):
         ctx.dim, ctx.size, ctx.step = dim, size, step

@@ -143,7 +143,7 @@ def _make(name, fwd, deriv, needs, promote):
     holomorphic = name in HOLOMORPHIC
     refuse = _REFUSE.get(name)
 
-    class Op(Primitive):
+    class Op(Primitive, op=name):
         saves_output = saves_y
 
         @staticmethod

@@ -68,6 +68,8 @@ def _weights(rois, out_hw, size_hw, spatial_scale, sampling_ratio, aligned, dtyp
 
 
 class _RoIAlign(Primitive):
+    op = "roi_align"
+
     @staticmethod
     def forward(ctx, x, *, bidx, hidx, ay, ax):
         x = x._data
