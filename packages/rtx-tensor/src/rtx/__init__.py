@@ -71,7 +71,25 @@ def _dist(name):
 _OWN_LAZY = ("testing", "multiprocessing", "backends", "accelerator")
 
 
+# torch exposes these nn.functional ops at the top level too (torch.softmax, torch.conv2d, ...);
+# here they live in rtx-nn, one layer up, so they are looked up there on first use.
+_FROM_NN_FUNCTIONAL = frozenset((
+    "softmax", "log_softmax", "dropout", "alpha_dropout", "feature_alpha_dropout", "conv1d", "conv2d", "conv3d",
+    "conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "layer_norm", "group_norm", "instance_norm",
+    "cosine_similarity", "pairwise_distance", "pdist", "selu", "celu", "rrelu", "prelu", "hardshrink", "threshold",
+    "pixel_shuffle", "pixel_unshuffle", "bilinear", "max_pool1d", "max_pool2d", "max_pool3d", "avg_pool1d",
+    "adaptive_avg_pool1d", "adaptive_max_pool1d", "embedding_bag",
+))
+
+
 def __getattr__(name):
+    if name in _FROM_NN_FUNCTIONAL:
+        try:
+            return getattr(_importlib.import_module("rtx.nn.functional"), name)
+        except ModuleNotFoundError as e:
+            if e.name not in ("rtx.nn", "rtx.nn.functional"):
+                raise
+            raise AttributeError(f"rtx.{name} comes with rtx.nn: pip install rtx-nn") from None
     if name in _OWN_LAZY:  # e.g. rtx/testing.py imports dataclasses and inspect, slow to import
         return _importlib.import_module(f"rtx.{name}")
     if name == "autocast":  # torch.autocast is torch.amp.autocast; rtx.amp ships with rtx-optim

@@ -1,0 +1,82 @@
+"""The PyTorch-style scripts of this folder, the arguments the test suite runs them with, and
+how an rtx result is compared with the one PyTorch produced (torch_results.json)."""
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+
+# script -> arguments for the suite's (short) run
+CASES = {
+    "mnist_cnn": [],
+    "vae": [],
+    "dcgan": [],
+    "word_lm": [],
+    "reinforce": ["--episodes", "100"],
+    "hogwild": [],
+    # "fx_rewrite": [],  (added with rtx.fx)
+}
+
+
+def run(python, script, args, cwd, as_torch=False, timeout=600):
+    """Run one script; returns the dict it printed on its RESULT line."""
+    cmd = [str(python)] + ([str(HERE / "as_torch.py")] if as_torch else []) + [str(HERE / f"{script}.py"), *args]
+    r = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout)
+    if r.returncode != 0:
+        raise RuntimeError(f"{script} failed ({r.returncode}):\n{r.stdout[-3000:]}\n{r.stderr[-5000:]}")
+    m = re.search(r"^RESULT (.*)$", r.stdout, re.M)
+    if m is None:
+        raise RuntimeError(f"{script} printed no RESULT line:\n{r.stdout[-3000:]}")
+    return json.loads(m.group(1))
+
+
+def close_enough(script, rtx, torch):
+    """The checks behind 'reaches the same results as PyTorch': a list of failed checks."""
+    failed = []
+
+    def check(ok, what):
+        if not ok:
+            failed.append(f"{script}: {what} (rtx {rtx}, torch {torch})")
+
+    if script == "mnist_cnn":
+        check(rtx["accuracy"] >= torch["accuracy"] - 0.02, "accuracy more than 2 points below PyTorch's")
+        check(rtx["test_loss"] <= 1.5 * torch["test_loss"] + 0.02, "test loss well above PyTorch's")
+    elif script == "vae":
+        check(abs(rtx["test_loss_per_image"] - torch["test_loss_per_image"]) <= 0.05 * torch["test_loss_per_image"],
+              "test loss per image differs by more than 5%")
+    elif script == "dcgan":
+        for k in ("d_loss_last_epoch", "g_loss_last_epoch"):
+            check(abs(rtx[k] - torch[k]) <= 0.35, f"{k} differs by more than 0.35")
+        check(abs(rtx["sample_mean"] - rtx["data_mean"]) <= 0.25, "samples' mean far from the data's")
+        check(abs(rtx["sample_std"] - rtx["data_std"]) <= 0.3, "samples' spread far from the data's")
+    elif script == "word_lm":
+        check(rtx["valid_ppl"] <= 1.1 * torch["valid_ppl"], "validation perplexity more than 10% above PyTorch's")
+    elif script == "reinforce":
+        # A random policy keeps the pole up ~22 steps; PyTorch reaches ~100 after 100 episodes.
+        check(rtx["running_reward"] >= 50, "running reward after 100 episodes below 50")
+    elif script == "hogwild":
+        check(rtx["accuracy"] >= torch["accuracy"] - 0.03, "accuracy more than 3 points below PyTorch's")
+        check(rtx["test_loss"] < rtx["loss_before"] / 5, "the shared model did not train")
+    elif script == "fx_rewrite":
+        check(rtx["replaced"] == torch["replaced"], "a different number of adds replaced")
+        check(rtx["max_abs_diff"] <= 1e-5, "the rewritten module computes something else")
+        check(rtx["ops"] == torch["ops"], "a different graph")
+        check(rtx["code_has_mul"], "the generated code does not call mul")
+    return failed
+
+
+if __name__ == "__main__":
+    # Record PyTorch's results once: python cases.py /path/to/torch-venv/bin/python
+    import tempfile
+
+    python = sys.argv[1]
+    version = subprocess.run([python, "-c", "import torch; print(torch.__version__)"], capture_output=True,
+                             text=True, check=True).stdout.strip()
+    out = {"torch": version, "results": {}}
+    for script, args in CASES.items():
+        with tempfile.TemporaryDirectory() as tmp:
+            out["results"][script] = run(python, script, args, tmp)
+        print(script, out["results"][script], flush=True)
+    (HERE / "torch_results.json").write_text(json.dumps(out, indent=1) + "\n")
