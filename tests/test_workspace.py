@@ -179,11 +179,8 @@ def test_no_rtx_name_resolves_on_the_public_index():
 
 # Packages above rtx-tensor use its published extension API (rtx.extend) and public names,
 # never the private rtx._tensor modules, whose layout may change.
-_PRIVATE_TENSOR_IMPORT_ALLOWED = {
-    # The tracer patches rtx-tensor's op application to record; it moves onto a supported
-    # recording hook with the op registry (see docs/architecture.md, "One home per concept").
-    "packages/rtx-graph/src/rtx/graph/tracer.py",
-}
+# rtx-graph's tracer was the last exception; it records through rtx.extend.recording now.
+_PRIVATE_TENSOR_IMPORT_ALLOWED = set()
 
 
 def _private_tensor_imports(root):
