@@ -27,7 +27,8 @@ def test_submodules_are_reachable_after_a_bare_import():
 
 
 def test_import_rtx_loads_nothing_heavy_and_stays_fast():
-    code = ("import sys, time\nt = time.perf_counter()\nimport {m}\nprint(time.perf_counter() - t)\n"
+    # CPU time, not wall time: other processes on a busy machine do not count against us
+    code = ("import sys, time\nt = time.process_time()\nimport {m}\nprint(time.process_time() - t)\n"
             "print(' '.join(sorted(sys.modules)))")
     heavy = {"rtx.nn", "rtx.data", "rtx.optim", "rtx.multiprocessing", "rtx.backends", "rtx.accelerator",
              "cupy", "scipy", "multiprocessing", "rtx.utils.data"}
