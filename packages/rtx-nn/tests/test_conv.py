@@ -262,7 +262,8 @@ def test_threads_split_weights_or_batch_same_values(monkeypatch, shape, stride, 
     # threads split the weights' rows; otherwise (here: tiny chunks) they take batch chunks, the
     # calling thread taking its share. Forced to 3 threads here.
     from rtx.nn._functional import conv as C
-    if not C._workers(np.zeros(1)) or not C._blas["controller"]:
+    from rtx.runtime import threads
+    if not threads._libs():
         pytest.skip("threadpoolctl found no BLAS to limit")
     monkeypatch.setattr(C, "_workers", lambda arr: 3)
     monkeypatch.setattr(C, "_flip_pays", lambda *a: False)
@@ -284,29 +285,29 @@ def test_small_gemms_outside_the_pool_run_on_one_blas_thread():
     # rtx.nn.Linear's GEMMs run inside one_blas_thread: single-threaded BLAS when small (so that
     # OpenBLAS's threads are not woken to spin next to the convolutions' chunk threads), the
     # configured threads when big, and the setting is restored afterwards.
-    from rtx.nn._functional import conv as C
-    if not C._workers(np.zeros(1)) or not C._blas["controller"]:
+    from rtx.nn._functional import linear as L
+    from rtx.runtime import threads as T
+    if not T._libs():
         pytest.skip("threadpoolctl found no BLAS to limit")
-    ctl = C._blas["controller"]
 
-    def threads():
-        return max(lib.num_threads for lib in ctl.lib_controllers)
+    def blas_threads():  # what BLAS runs now (get_num_threads answers the configured count)
+        return max(lib.num_threads for lib in T._libs())
 
-    with ctl.limit(limits=2):
-        if threads() != 2:
+    with T.limit_threads(2):
+        if blas_threads() != 2:
             pytest.skip("this BLAS cannot run 2 threads")
-        with C.one_blas_thread(np.zeros(1), 8 * 512 * 1000):
-            assert threads() == 1
+        with L.one_blas_thread(np.zeros(1), 8 * 512 * 1000):
+            assert blas_threads() == 1 and T.get_num_threads() == 2
             x, w = r(8, 512), r(1000, 512)
             xt, wt = t(x, True), t(w, True)
             y = F.linear(xt, wt)
-        assert threads() == 2
-        with C.one_blas_thread(np.zeros(1), C._SMALL_GEMM):
-            assert threads() == 2
+        assert blas_threads() == 2
+        with L.one_blas_thread(np.zeros(1), L._SMALL_GEMM):
+            assert blas_threads() == 2
         # tiny GEMMs run on one OpenBLAS thread anyway: no (15 us) switch of the thread count
-        assert isinstance(C.one_blas_thread(np.zeros(1), C._BLAS_SINGLE_THREADED_BELOW - 1), contextlib.nullcontext)
+        assert isinstance(L.one_blas_thread(np.zeros(1), L._BLAS_SINGLE_THREADED_BELOW - 1), contextlib.nullcontext)
         y.backward(t(np.ones(y.shape)))
-        assert threads() == 2
+        assert blas_threads() == 2
     assert_close(y, x @ w.T, rtol=1e-12, atol=1e-12)
     assert_close(wt.grad, np.ones((1000, 8)) @ x, rtol=1e-12, atol=1e-12)
 

@@ -1,15 +1,15 @@
-"""The glibc malloc settings applied on the first CPU convolution (conv._keep_freed_memory):
-freed multi-megabyte arrays are reused without new page faults, and the user's own malloc
-settings or RTX_KEEP_FREED_MEMORY=0 leave malloc alone."""
+"""The first CPU convolution applies rtx.runtime.threads' malloc setting (freed multi-megabyte
+arrays reused without page faults), and RTX_KEEP_FREED_MEMORY=0 leaves malloc alone. In fresh
+processes: the setting is process-wide and applied once. The setting's own tests are in
+packages/rtx-runtime/tests/test_malloc_settings.py."""
 import ctypes
+import os
+import subprocess
 import sys
 
-import numpy as np
 import pytest
 
-from rtx.nn._functional import conv
-
-resource = pytest.importorskip("resource")
+pytest.importorskip("resource")
 
 
 def _glibc():
@@ -21,28 +21,32 @@ def _glibc():
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux") or not _glibc(), reason="glibc only")
 
-
-def _faults_per_alloc(nbytes, times=5):
+_CHILD = """
+import resource, numpy as np, rtx, rtx.nn.functional as F
+from rtx.runtime import threads
+assert not threads._malloc["applied"]  # importing rtx.nn changes nothing
+F.conv2d(rtx.randn(2, 3, 8, 8), rtx.randn(4, 3, 3, 3))
+def faults(nbytes=8 << 20, times=5):
     before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
     for _ in range(times):
-        a = np.empty(nbytes, np.uint8)
-        a.fill(1)  # touch every page
-        del a
+        a = np.empty(nbytes, np.uint8); a.fill(1); del a
     return (resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before) / times
+faults(times=1)
+print(threads._malloc["applied"], threads.keep_freed_memory(), faults())
+"""
 
 
-def test_freed_arrays_are_reused_without_page_faults(monkeypatch):
-    for name in ("RTX_KEEP_FREED_MEMORY", "GLIBC_TUNABLES", "MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_"):
-        monkeypatch.delenv(name, raising=False)
-    assert conv._keep_freed_memory() is True
-    nbytes = 8 << 20  # a fresh mmap each time: ~70 faults per array here (NumPy asks for huge pages)
-    _faults_per_alloc(nbytes, 1)  # warm: the heap grows once
-    assert _faults_per_alloc(nbytes) < 10
-
-
-@pytest.mark.parametrize("env", [{"RTX_KEEP_FREED_MEMORY": "0"}, {"GLIBC_TUNABLES": "glibc.malloc.arena_max=2"},
-                                 {"MALLOC_MMAP_THRESHOLD_": "131072"}, {"MALLOC_TRIM_THRESHOLD_": "0"}])
-def test_user_malloc_settings_win(monkeypatch, env):
-    for name, value in env.items():
-        monkeypatch.setenv(name, value)
-    assert conv._keep_freed_memory() is False
+@pytest.mark.parametrize("opt_out", [False, True])
+def test_first_convolution_applies_the_malloc_setting_unless_opted_out(opt_out):
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("RTX_KEEP_FREED_MEMORY", "GLIBC_TUNABLES", "MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_")}
+    if opt_out:
+        env["RTX_KEEP_FREED_MEMORY"] = "0"
+    out = subprocess.run([sys.executable, "-c", _CHILD], env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    asked, applied, faults = out.stdout.split()
+    assert asked == "True"
+    if opt_out:
+        assert applied == "False" and float(faults) > 30  # malloc's default: a fresh mmap per array
+    else:
+        assert applied == "True" and float(faults) < 10

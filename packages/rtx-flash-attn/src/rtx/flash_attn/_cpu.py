@@ -32,11 +32,11 @@ float64 stays float64.
 from __future__ import annotations
 
 import math
-import os
 
 import numpy as np
 
 from rtx.flash_attn import _dropout
+from rtx.runtime import threads as _threads
 
 # Scores per tile, over all (batch, head) pairs: big enough that NumPy's per-call overhead
 # vanishes behind the matmuls, small enough to stay near the caches (measured: see README).
@@ -277,45 +277,26 @@ def _backward_block(pb, j0, j1, dq, dk, dv, dmask):
 
 # ---- running blocks side by side -----------------------------------------------------------------------
 
-_blas = {"controller": None, "pool": None}
-if hasattr(os, "register_at_fork"):  # a forked child (a DataLoader worker) has none of the threads
-    os.register_at_fork(after_in_child=lambda: _blas.update(pool=None))
-
-
 def workers() -> int:
-    """As many as BLAS has threads (each worker then runs single-threaded BLAS, through
-    threadpoolctl); 1 when threadpoolctl or a BLAS it can control is missing.
+    """As many as BLAS has threads (rtx.runtime.threads.cpu_workers; each worker then runs
+    single-threaded BLAS); 1 when threadpoolctl or a BLAS it can control is missing.
 
     Why: a tile's matmuls are small, and a multi-threaded BLAS call waits for all its threads;
     on a machine where another process holds a core, each call then waits for the scheduler
     (measured: forward + backward at seq 1024, 8 heads: 115 ms at load 2, 800 ms at load 5-6 with
     two-thread BLAS, 330 ms there on two single-threaded workers). Whole blocks on separate threads
     (NumPy releases the GIL in matmuls and ufuncs) keep both cores busy without that handshake."""
-    ctl = _blas["controller"]
-    if ctl is None:
-        try:
-            from threadpoolctl import ThreadpoolController
-            ctl = ThreadpoolController().select(user_api="blas")
-        except Exception:  # not installed, or no BLAS found: run serially
-            ctl = False
-        _blas["controller"] = ctl
-    if not ctl:
-        return 1
-    return max([lib.num_threads for lib in ctl.lib_controllers] or [1])
+    return _threads.cpu_workers()
 
 
 def _parallel(fn, blocks):
     """[fn(share) for each worker's share of `blocks`], blocks dealt round-robin (a causal mask
-    makes early query blocks and late key blocks cheap: dealing mixes them)."""
+    makes early query blocks and late key blocks cheap: dealing mixes them); the shares run on
+    rtx.runtime.threads' shared pool and the calling thread."""
     n = min(workers(), len(blocks))
     if n <= 1:
         return [fn(blocks)]
-    pool = _blas["pool"]
-    if pool is None or pool._max_workers < n:
-        from concurrent.futures import ThreadPoolExecutor
-        pool = _blas["pool"] = ThreadPoolExecutor(n, thread_name_prefix="rtx-flash-attn")
-    with _blas["controller"].limit(limits=1):
-        return list(pool.map(fn, [blocks[w::n] for w in range(n)]))
+    return _threads.parallel_map(fn, [blocks[w::n] for w in range(n)], n)
 
 
 def _add_mask_grad(dmask, pb, ds, i0, i1, j0, j1):

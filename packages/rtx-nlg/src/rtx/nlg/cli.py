@@ -55,11 +55,8 @@ def _train(p, args) -> int:
                       batch_size=args.batch_size, eval_interval=args.eval_interval)
     if args.threads < 0:
         p.error(f"--threads must be >= 0, got {args.threads}")
-    if args.threads:
-        from threadpoolctl import threadpool_limits
-        with threadpool_limits(limits=args.threads, user_api="blas"):
-            r = train(cfg, out=args.out, progress=not args.no_progress)
-    else:
+    from rtx.runtime.threads import limit_threads
+    with limit_threads(args.threads or None):  # 0: BLAS's own default
         r = train(cfg, out=args.out, progress=not args.no_progress)
     line = "-" * 60
     print(line)

@@ -27,9 +27,7 @@ and rounded back (NumPy has no half-precision BLAS); memory formats (channels_la
 """
 from __future__ import annotations
 
-import contextlib
 import itertools
-import os
 import threading
 from typing import NamedTuple
 
@@ -37,6 +35,7 @@ import numpy as np
 
 from rtx.extend import Primitive, Tensor, check_same_device
 from rtx.extend import autocast as _autocast
+from rtx.runtime import threads as _threads
 from rtx.runtime.devices import array_module, device_of
 
 __all__ = ["conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d"]
@@ -209,120 +208,24 @@ def _chunks(arr, n, per_sample_bytes, workers=1):
     return [(i, min(n, i + B)) for i in range(0, n, B)], B
 
 
-_blas = {"controller": None, "pool": None}
-if hasattr(os, "register_at_fork"):  # a forked child (a DataLoader worker) has none of the threads
-    os.register_at_fork(after_in_child=lambda: _blas.update(pool=None))
-
-
-# glibc malloc settings applied on the first CPU convolution (see _keep_freed_memory)
-_MMAP_THRESHOLD = 64 << 20
-_TRIM_THRESHOLD = 256 << 20
-
-
-def _keep_freed_memory():
-    """Have glibc's malloc serve arrays below 64 MB from its heap and keep up to 256 MB of freed
-    memory instead of returning it to the kernel. By default an array over 128 KB-32 MB is a
-    fresh mmap whose every page faults when first written and is unmapped when freed: a
-    ResNet-18 training step at batch 8 on 64x64 (2 threads) took ~5,000 page faults and ~20-35 ms
-    of system time per step that way, against ~0 and ~3 ms with these settings (measured, 10
-    steps, interleaved runs: median 187-193 vs 211-227 ms per step). The cost: a process keeps
-    up to 256 MB per malloc arena that it no longer uses. Skipped where the user chose malloc
-    settings (GLIBC_TUNABLES, MALLOC_MMAP_THRESHOLD_, MALLOC_TRIM_THRESHOLD_), with
-    RTX_KEEP_FREED_MEMORY=0, and off glibc."""
-    env = os.environ
-    if env.get("RTX_KEEP_FREED_MEMORY", "1") == "0" or "malloc" in env.get("GLIBC_TUNABLES", ""):
-        return False
-    if "MALLOC_MMAP_THRESHOLD_" in env or "MALLOC_TRIM_THRESHOLD_" in env:
-        return False
-    try:
-        import ctypes
-        libc = ctypes.CDLL(None)
-        mallopt, _ = libc.mallopt, libc.gnu_get_libc_version  # glibc only
-    except (OSError, AttributeError):
-        return False
-    M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3
-    return bool(mallopt(M_MMAP_THRESHOLD, _MMAP_THRESHOLD)) and bool(mallopt(M_TRIM_THRESHOLD, _TRIM_THRESHOLD))
-
-
 def _workers(arr):
-    """How many chunks run side by side: on the CPU, as many as BLAS has threads, each chunk then
-    running single-threaded BLAS (needs threadpoolctl; else 1). NumPy releases the GIL in its
-    copies and matmuls, so the im2col copies and transposes run in parallel too instead of on
+    """How many chunks run side by side: on the CPU, rtx.runtime.threads.cpu_workers() (as many
+    as BLAS has threads), each chunk then running single-threaded BLAS. NumPy releases the GIL in
+    its copies and matmuls, so the im2col copies and transposes run in parallel too instead of on
     one core between multi-threaded matmuls (measured: 26 vs 31 ms for the 3x3 64->64 32x32
     batch-32 forward on 2 cores), and no BLAS thread waits on a descheduled sibling when the
     machine is busy (many small multi-threaded GEMMs ran 5-20x slower with one competing
     process, measured)."""
     if device_of(arr).type != "cpu":
         return 1
-    ctl = _blas["controller"]
-    if ctl is None:
-        _keep_freed_memory()
-        try:
-            from threadpoolctl import ThreadpoolController
-            ctl = ThreadpoolController().select(user_api="blas")
-        except Exception:  # not installed, or no BLAS found: run serially
-            ctl = False
-        _blas["controller"] = ctl
-    if not ctl:
-        return 1
-    return max([lib.num_threads for lib in ctl.lib_controllers] or [1])
-
-
-# GEMMs with fewer multiply-adds than this run on one BLAS thread outside the pool too (see
-# one_blas_thread): ~0.3 ms on one core, so a second thread could save at most ~0.15 ms.
-_SMALL_GEMM = 1 << 24
-_BLAS_SINGLE_THREADED_BELOW = 2 ** 18
-
-
-def one_blas_thread(arr, macs):
-    """A context for one GEMM of `macs` multiply-adds outside the pool (rtx.nn.Linear's): on the
-    CPU, single-threaded BLAS when the GEMM is small, else (and on a GPU) a null context. After
-    a multi-threaded call OpenBLAS's worker threads spin for ~0.1 s (its THREAD_TIMEOUT) waiting
-    for the next one, and meanwhile compete for the cores with the convolutions' chunk threads,
-    which run single-threaded BLAS and never wake them. ResNet-18's classifier (8x512 times
-    512x1000, 4M multiply-adds, three GEMMs per training step) cost ~90 ms of CPU time per step
-    that way (measured at batch 8 on 2 cores: 240 against 331 ms of CPU per step, same wall
-    time or better)."""
-    # Below OpenBLAS's own threshold (its interface/gemm.c runs GEMMs of fewer than 65536 * 4
-    # multiply-adds on one thread) there is no thread to keep asleep, and switching the thread
-    # count costs ~15 us: more than a batch-1 Linear itself (measured 9 -> 24 us for 1x64x64).
-    if macs < _BLAS_SINGLE_THREADED_BELOW or macs >= _SMALL_GEMM or _workers(arr) <= 1:
-        return contextlib.nullcontext()
-    return _blas["controller"].limit(limits=1)
+    return _threads.cpu_workers()
 
 
 def _run_chunks(arr, chunks, workers, fn):
-    """[fn(n0, n1) for each chunk], on `workers` threads with single-threaded BLAS. The calling
-    thread works too, taking chunks from the same list as the pool's threads: on a busy machine a
-    woken pool thread may wait milliseconds for a core, longer than a chunk takes, and then the
-    caller has done its chunks instead of waiting idle (measured on ResNet-18 at batch 8 on 2
-    shared cores: the work inside pool-only regions added up to 1.0-1.2x their wall time)."""
-    if workers <= 1 or len(chunks) <= 1:
-        return [fn(n0, n1) for n0, n1 in chunks]
-    pool = _blas["pool"]
-    if pool is None or pool._max_workers < workers - 1:
-        from concurrent.futures import ThreadPoolExecutor
-        pool = _blas["pool"] = ThreadPoolExecutor(workers - 1, thread_name_prefix="rtx-conv")
-    results = [None] * len(chunks)
-    todo = iter(range(len(chunks)))
-    lock = threading.Lock()
-
-    def drain():
-        while True:
-            with lock:
-                i = next(todo, None)
-            if i is None:
-                return
-            results[i] = fn(*chunks[i])
-
-    with _blas["controller"].limit(limits=1):
-        helpers = [pool.submit(drain) for _ in range(min(workers, len(chunks)) - 1)]
-        try:
-            drain()
-        finally:  # even when a chunk failed here: none may still run once this returns
-            for h in helpers:
-                h.result()
-    return results
+    """[fn(n0, n1) for each chunk], on `workers` threads with single-threaded BLAS, the calling
+    thread taking chunks too (rtx.runtime.threads.parallel_map: on ResNet-18 at batch 8 on 2
+    shared cores, pool-only regions had their work add up to 1.0-1.2x their wall time)."""
+    return _threads.parallel_map(lambda c: fn(*c), chunks, workers)
 
 
 def _split_weights(arr, workers, g, columns, weight_cols, col_bytes):

@@ -1,12 +1,39 @@
 """linear and bilinear."""
 from __future__ import annotations
 
+import contextlib
+
 import rtx
 from rtx.extend import Primitive, Tensor
 from rtx.extend import autocast as _autocast
-from rtx.nn._functional.conv import one_blas_thread
+from rtx.runtime import threads as _threads
+from rtx.runtime.devices import device_of
 
 __all__ = ["linear", "bilinear"]
+
+# GEMMs with fewer multiply-adds than this run on one BLAS thread (see one_blas_thread): ~0.3 ms
+# on one core, so a second thread could save at most ~0.15 ms.
+_SMALL_GEMM = 1 << 24
+_BLAS_SINGLE_THREADED_BELOW = 2 ** 18
+_NO_SWITCH = contextlib.nullcontext()
+
+
+def one_blas_thread(arr, macs):
+    """A context for one GEMM of `macs` multiply-adds: on the CPU, single-threaded BLAS when the
+    GEMM is small (rtx.runtime.threads.single_threaded_blas), else (and on a GPU) a null context.
+    After a multi-threaded call OpenBLAS's worker threads spin for ~0.1 s (its THREAD_TIMEOUT)
+    waiting for the next one, and meanwhile compete for the cores with the convolutions' chunk
+    threads, which run single-threaded BLAS and never wake them. ResNet-18's classifier (8x512
+    times 512x1000, 4M multiply-adds, three GEMMs per training step) cost ~90 ms of CPU time per
+    step that way (measured at batch 8 on 2 cores: 240 against 331 ms of CPU per step, same wall
+    time or better)."""
+    # Below OpenBLAS's own threshold (its interface/gemm.c runs GEMMs of fewer than 65536 * 4
+    # multiply-adds on one thread) there is no thread to keep asleep, and switching the thread
+    # count costs ~15 us: more than a batch-1 Linear itself (measured 9 -> 24 us for 1x64x64).
+    if macs < _BLAS_SINGLE_THREADED_BELOW or macs >= _SMALL_GEMM or device_of(arr).type != "cpu" or \
+            _threads.cpu_workers() <= 1:
+        return _NO_SWITCH
+    return _threads.single_threaded_blas()
 
 
 class Linear(Primitive):
