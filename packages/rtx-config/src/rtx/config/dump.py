@@ -8,6 +8,8 @@ import os
 import re
 from pathlib import PurePath
 
+from rtx.config.files import write_atomic
+
 _BARE = re.compile(r"^[A-Za-z0-9_-]+$")
 _CONTROL = re.compile(r'[\x00-\x1f\x7f"\\]')
 _ESCAPES = {'"': '\\"', "\\": "\\\\", "\n": "\\n", "\t": "\\t", "\r": "\\r", "\b": "\\b", "\f": "\\f"}
@@ -26,11 +28,8 @@ def to_toml(cfg, *, section: str | None = None) -> str:
 
 
 def dump(cfg, path: str | os.PathLike, *, section: str | None = None) -> None:
-    """Write to_toml(cfg) to `path` (atomically: a temporary file, then a rename)."""
-    text, tmp = to_toml(cfg, section=section), f"{os.fspath(path)}.tmp{os.getpid()}"
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(text)
-    os.replace(tmp, path)
+    """Write to_toml(cfg) to `path` atomically (rtx.config.files.write_atomic)."""
+    write_atomic(path, to_toml(cfg, section=section))
 
 
 def _table(obj, path: list[str], lines: list[str]) -> None:

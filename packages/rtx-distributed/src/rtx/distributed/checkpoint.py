@@ -11,14 +11,16 @@ The replicas are identical after every DDP step, so rank 0's state is the job's 
 
 With ZeroRedundancyOptimizer, call opt.consolidate_state_dict(to=0) on all ranks first (the state
 is sharded); its load_state_dict takes the full dict on every rank and keeps the local shard.
-The file is rtx's format (rtx.save: safetensors + JSON, no pickle), written to a temporary name
-and renamed, so a job killed while saving never leaves a truncated checkpoint behind.
+The file is rtx's format (rtx.save: safetensors + JSON, no pickle), written by
+rtx.config.files.write_atomic (a temporary file, fsync, rename), so a job killed while saving never
+leaves a truncated checkpoint behind.
 """
 from __future__ import annotations
 
 import os
 
 from rtx import load, save
+from rtx.config.files import write_atomic
 from rtx.distributed.collectives import barrier
 from rtx.distributed.process_group import _resolve
 
@@ -31,16 +33,8 @@ def save_checkpoint(state, path, group=None, src: int = 0) -> None:
     pg = _resolve(group)
     if pg is None:
         return
-    path = os.fspath(path)
     if pg.ranks[pg.rank()] == src:
-        tmp = f"{path}.tmp-{os.getpid()}"
-        try:
-            save(state, tmp)
-            os.replace(tmp, path)
-        except BaseException:
-            if os.path.exists(tmp):
-                os.remove(tmp)
-            raise
+        write_atomic(path, lambda f: save(state, f))
     barrier(group)
 
 

@@ -9,8 +9,8 @@ import contextlib
 import hashlib
 import json
 import os
-import tempfile
-from pathlib import Path
+
+from rtx.config.files import write_atomic
 
 _CHUNK = 1 << 20
 
@@ -35,22 +35,6 @@ def copy_hashed(src: str | os.PathLike, dst: str | os.PathLike) -> tuple[str, in
         fo.flush()
         os.fsync(fo.fileno())
     return h.hexdigest(), size
-
-
-def write_atomic(path: str | os.PathLike, text: str) -> None:
-    """Replace `path` by `text` in one step: write a temporary file beside it, fsync, os.replace."""
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
 
 
 def write_json(path: str | os.PathLike, obj) -> None:

@@ -20,10 +20,10 @@ import math
 import numbers
 import os
 import sys
-import tempfile
 import threading
 import time
 
+from rtx.config.files import write_atomic
 from rtx.monitoring.tfevents import EventFileWriter
 
 __all__ = ["TrainingLogger"]
@@ -132,23 +132,22 @@ class TrainingLogger:
         self._csv_file.flush()
 
     def _grow_header(self, new):
-        """Rewrite the file with the new columns: write a temporary file beside it, then replace."""
+        """Rewrite the file with the new columns, atomically (rtx.config.files.write_atomic)."""
         self._csv_file.close()
         columns = self._columns + new
-        fd, tmp = tempfile.mkstemp(prefix=".metrics.", suffix=".csv.tmp", dir=self.logdir)
-        try:
-            with open(self.csv_path, newline="") as src, os.fdopen(fd, "w", newline="") as dst:
+
+        def rewrite(dst):
+            with open(self.csv_path, newline="") as src:
                 rows = csv.reader(src)
                 next(rows, None)  # the old header
                 out = csv.writer(dst)
                 out.writerow(columns)
                 for row in rows:
                     out.writerow(row + [""] * (len(columns) - len(row)))
-                dst.flush()
-                os.fsync(dst.fileno())
-            os.replace(tmp, self.csv_path)
+
+        try:
+            write_atomic(self.csv_path, rewrite, text=True, encoding=None, newline="")
         except BaseException:
-            os.unlink(tmp)
             self._csv_file = open(self.csv_path, "a", newline="")  # go on with the old columns' file
             raise
         self._columns = columns
