@@ -31,35 +31,38 @@ def _infer_dtype(data):
     return None
 
 
-def _unwrap(x):
-    if type(x) is Tensor:
-        return x.__array__()
-    if isinstance(x, (list, tuple)):
-        return [_unwrap(v) for v in x]
-    return x
-
-
 def _from_python(data):
-    """A NumPy array for nested lists/tuples of numbers (and 0-d tensors)."""
-    arr = np.asarray(_unwrap(data))
-    if arr.dtype == object:
-        raise TypeError(f"could not convert data to a tensor: ragged or non-numeric nested sequence "
-                        f"({type(data).__name__} of mixed lengths or types)")
-    if arr.dtype.kind == "f" and arr.dtype == np.float64 and not _contains_array(data):
-        arr = arr.astype(_dt.get_default_dtype().np)
-    elif arr.dtype.kind == "c" and not _contains_array(data):
-        arr = arr.astype(_dt.default_complex().np)
-    elif arr.dtype.kind == "i" and arr.dtype != np.int64 and not _contains_array(data):
+    """A NumPy array for nested lists/tuples of Python numbers, in PyTorch's dtypes (floats in
+    the default dtype, ints as int64, complex in the default complex dtype)."""
+    arr = np.asarray(data)
+    if arr.dtype.kind not in "biufc":
+        raise ValueError("not numeric")  # the caller's walk names what is wrong, in PyTorch's words
+    if arr.dtype.kind == "f":
+        arr = arr.astype(_dt.get_default_dtype().np, copy=False)
+    elif arr.dtype.kind == "c":
+        arr = arr.astype(_dt.default_complex().np, copy=False)
+    elif arr.dtype.kind in "iu" and arr.dtype != np.int64:
         arr = arr.astype(np.int64)
     return arr
 
 
-def _contains_array(data):
-    if isinstance(data, (np.ndarray, np.generic)) or type(data) is Tensor:
-        return True
-    if isinstance(data, (list, tuple)) and data:
-        return _contains_array(data[0])
-    return False
+_NUMBERS = {int, float, bool, complex}
+_LISTS = {list, tuple}
+
+
+def _plain(data):
+    """True for lists/tuples of Python numbers nested in lists/tuples (the fast path through
+    np.asarray); anything else (deques, NumPy scalars, arrays, tensors, strings) takes the
+    general walk. Checked along the first elements and at the top level, as a cheap filter."""
+    probe = data
+    while isinstance(probe, (list, tuple)):
+        if not probe:
+            return True
+        kinds = set(map(type, probe))  # C speed: the fast path must stay fast for long lists
+        if not (kinds <= _NUMBERS or kinds <= _LISTS):
+            return False
+        probe = probe[0]
+    return type(probe) in (int, float, bool, complex)
 
 
 def cuda_first_use():
@@ -83,25 +86,156 @@ def _place(arr, device):
     return to_device(arr, d)
 
 
+def _is_sequence(obj):
+    # Python's sequence protocol, as PyTorch's PySequence_Check: __getitem__ and __len__, not a mapping
+    t = type(obj)
+    return hasattr(t, "__getitem__") and hasattr(t, "__len__") and not isinstance(obj, (dict, str, bytes))
+
+
+def _items(seq):
+    if hasattr(type(seq), "__iter__"):
+        return list(seq)
+    return [seq[i] for i in range(len(seq))]  # a __len__ + __getitem__ sequence without __iter__
+
+
+def _array_like(obj):
+    return hasattr(obj, "__array__") or hasattr(obj, "__array_interface__")
+
+
+class _CannotInferDtype(RuntimeError, TypeError):
+    """PyTorch raises RuntimeError here; it is also a TypeError, which the operators that turn a
+    Python operand into a tensor (t * None) have always raised."""
+
+
+def _refuse(obj):
+    if isinstance(obj, (str, bytes)):
+        raise TypeError(f"new(): invalid data type '{type(obj).__name__}'")
+    raise _CannotInferDtype(f"Could not infer dtype of {type(obj).__name__}")
+
+
+def _leaf_dtype(x):
+    """PyTorch's scalar type of one leaf (infer_scalar_type), or None if x is not a number."""
+    if isinstance(x, (bool, np.bool_)):
+        return _dt.from_numpy(np.dtype(np.bool_))
+    if isinstance(x, np.generic):
+        return _dt.from_numpy(x.dtype) if x.dtype.kind in "biufc" else None
+    if isinstance(x, int):
+        return _dt.from_numpy(np.dtype(np.int64))
+    if isinstance(x, float):
+        return _dt.get_default_dtype()
+    if isinstance(x, complex):
+        return _dt.default_complex()
+    return None
+
+
+def _from_sequence(data, dtype):
+    """A NumPy array from any nested sequence PyTorch accepts (deque, range, array.array, custom
+    __len__/__getitem__ classes, lists mixing NumPy arrays, scalars and tensors), with PyTorch's
+    shape checks and dtype inference (the promotion of every leaf's type)."""
+    sizes = []
+    probe = data
+    while True:  # the shape follows the first elements down, as PyTorch's compute_sizes
+        if type(probe) is Tensor or isinstance(probe, np.ndarray) or (_array_like(probe) and not _is_sequence(probe)):
+            shape = tuple(probe.shape) if hasattr(probe, "shape") else np.asarray(probe).shape
+            sizes.extend(shape)
+            break
+        if isinstance(probe, str):
+            raise ValueError("too many dimensions 'str'")
+        if not _is_sequence(probe):
+            break
+        n = len(probe)
+        sizes.append(n)
+        if n == 0:
+            break
+        probe = _items(probe)[0] if not isinstance(probe, (list, tuple)) else probe[0]
+    found = []
+
+    def walk(obj, dim):
+        if dim == len(sizes):
+            if type(obj) is Tensor:
+                if obj.numel() != 1 or obj.ndim:
+                    raise ValueError("only one element tensors can be converted to Python scalars")
+                obj = obj.__array__()[()]
+            if isinstance(obj, np.ndarray) and obj.ndim == 0:
+                obj = obj[()]
+            kind = _leaf_dtype(obj)
+            if kind is None:
+                if _is_sequence(obj) or isinstance(obj, np.ndarray):
+                    raise ValueError(f"expected a number at dim {dim} (got {type(obj).__name__} of length "
+                                     f"{len(obj)}): the nested sequence is ragged")
+                _refuse(obj)
+            found.append(kind)
+            return obj
+        if type(obj) is Tensor or isinstance(obj, np.ndarray) or (_array_like(obj) and not _is_sequence(obj)):
+            arr = obj.__array__() if type(obj) is Tensor else np.asarray(obj)
+            if arr.dtype.kind not in "biufc":
+                raise TypeError(f"can't convert np.ndarray of type {arr.dtype.type.__module__}."
+                                f"{arr.dtype.type.__name__}: only numeric and bool arrays can be converted")
+            if arr.shape != tuple(sizes[dim:]):
+                raise ValueError(f"expected sequence of length {sizes[dim]} at dim {dim} (got "
+                                 f"{arr.shape[0] if arr.ndim else 'a 0-d array'})")
+            found.append(obj.dtype if type(obj) is Tensor else _dt.from_numpy(arr.dtype))
+            return arr
+        if isinstance(obj, str):
+            raise TypeError("new(): invalid data type 'str'")
+        if not _is_sequence(obj):
+            if _leaf_dtype(obj) is not None:
+                raise TypeError("not a sequence")
+            _refuse(obj)
+        items = obj if isinstance(obj, (list, tuple)) else _items(obj)
+        if len(items) != sizes[dim]:
+            raise ValueError(f"expected sequence of length {sizes[dim]} at dim {dim} (got {len(items)})")
+        return [walk(x, dim + 1) for x in items]
+
+    nested = walk(data, 0)
+    if dtype is None:
+        dtype = _dt.get_default_dtype()
+        if found:
+            dtype = found[0]
+            for d in found[1:]:
+                if d is not dtype:
+                    dtype = _dt.promote_types(dtype, d)
+    np_dtype = _dt.as_dtype(dtype).np
+    if not sizes or 0 in sizes:
+        return np.asarray(nested, dtype=np_dtype).reshape(sizes)
+    return np.array(nested, dtype=np_dtype)
+
+
 def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=False):
-    """A new tensor that owns a copy of `data`."""
+    """A new tensor that owns a copy of `data`: a number, a Tensor, a NumPy array (or anything
+    with __array__ / __array_interface__), or any nested sequence of these (lists, tuples, deques,
+    ranges, ...). Strings, dicts and sets are refused as PyTorch refuses them."""
     if type(data) is Tensor:
         arr = data._data.copy()
         if device is None:
             device = data.device
     elif isinstance(data, np.ndarray):
+        if data.dtype.kind not in "biufc":
+            raise TypeError(f"can't convert np.ndarray of type {data.dtype.type.__module__}."
+                            f"{data.dtype.type.__name__}. The only supported types are: float64, float32, "
+                            "float16, complex64, complex128, int64, int32, int16, int8, uint64, uint32, uint16, "
+                            "uint8, and bool.")
         arr = np.array(data, copy=True)
     elif hasattr(data, "__cuda_array_interface__"):
         arr = cupy().array(data, copy=True)
-    elif isinstance(data, (list, tuple)):
-        # with an explicit dtype, convert straight to it (no detour through the default float dtype)
-        arr = _from_python(data) if dtype is None else np.asarray(_unwrap(data), dtype=_as_np_dtype(dtype))
+    elif isinstance(data, (list, tuple)) and _plain(data):
+        # Python numbers only: NumPy parses them; a ragged list gets PyTorch's message from the walk.
+        # With an explicit dtype, convert straight to it (no detour through the default float dtype).
+        try:
+            arr = _from_python(data) if dtype is None else np.asarray(data, dtype=_as_np_dtype(dtype))
+        except ValueError:
+            arr = _from_sequence(data, dtype)
     elif isinstance(data, (bool, int, float, complex, np.generic)):
         inferred = _infer_dtype(data)
         arr = np.asarray(data, dtype=inferred)
+    elif _array_like(data) and not isinstance(data, (str, bytes)):
+        arr = np.array(data, copy=True)
+        if arr.dtype.kind not in "biufc":
+            _refuse(data)
+    elif _is_sequence(data) or isinstance(data, (list, tuple)):
+        arr = _from_sequence(data, dtype)
     else:
-        raise TypeError(f"rtx.tensor(): could not infer dtype of {type(data).__name__}; expected a number, a "
-                        "(nested) list/tuple of numbers, a NumPy array or a Tensor")
+        _refuse(data)
     if dtype is not None:
         arr = arr.astype(_as_np_dtype(dtype), copy=False)
     if device is None and isinstance(arr, np.ndarray):
