@@ -68,7 +68,7 @@ def _dist(name):
 
 
 # rtx-tensor's own submodules that PyTorch exposes after `import torch`, loaded on first use.
-_OWN_LAZY = ("testing", "multiprocessing", "backends", "accelerator")
+_OWN_LAZY = ("testing", "multiprocessing", "backends", "accelerator", "special")
 
 
 # torch exposes these nn.functional ops at the top level too (torch.softmax, torch.conv2d, ...);
