@@ -18,6 +18,7 @@ from rtx.compress._weights import GemmWeight, as_numpy, dequantized_weight, quan
 from rtx.compress.functional import quantize_array
 from rtx.compress.qtypes import quint8
 from rtx.kernel.int_gemm import exact_matmul
+from rtx.nn.modules.utils import _pair
 
 __all__ = ["Quantize", "DeQuantize", "Linear", "LinearReLU", "Conv2d", "ConvReLU2d"]
 
@@ -196,10 +197,6 @@ class LinearReLU(Linear):
     _relu = True
 
 
-def _pairs(v):
-    return tuple(v) if isinstance(v, (tuple, list)) else (v, v)
-
-
 def im2col(x, kernel_size, stride, dilation, pad_value, pads):
     """(N, C, H, W) integers -> (N * Ho * Wo, C * kh * kw) columns, padding with `pad_value` (the zero
     point: the quantized zero). pads are F.pad's (left, right, top, bottom)."""
@@ -231,12 +228,12 @@ class Conv2d(_QuantizedLayer):
             raise ValueError(f"in_channels ({in_channels}) and out_channels ({out_channels}) must be divisible by "
                              f"groups ({groups})")
         self.in_channels, self.out_channels, self.groups = in_channels, out_channels, groups
-        self.kernel_size, self.stride, self.dilation = _pairs(kernel_size), _pairs(stride), _pairs(dilation)
+        self.kernel_size, self.stride, self.dilation = _pair(kernel_size), _pair(stride), _pair(dilation)
         if isinstance(padding, str):
             if padding != "valid":
                 raise ValueError(f"quantized Conv2d: padding={padding!r} is not supported; give the numbers")
             padding = 0
-        self.padding = _pairs(padding)
+        self.padding = _pair(padding)
         ph, pw = self.padding
         self._pads = (pw, pw, ph, ph)
         self._init_buffers((out_channels, in_channels // groups, *self.kernel_size), out_channels, bias)

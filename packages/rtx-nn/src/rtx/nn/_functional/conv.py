@@ -58,7 +58,7 @@ def _prod(xs):
     return n
 
 
-def _ntuple(value, n, name, op):
+def expand_param(value, n, name, op):
     """PyTorch's expand_param_if_needed: an int, or a list of 1 or n ints."""
     if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
         return (int(value),) * n
@@ -689,8 +689,8 @@ def _conv(op, nd, input, weight, bias, stride, padding, dilation, groups):
         input, weight, bias = _autocast.lower(input, weight, bias)
     _check_common(op, input, weight, bias, nd, groups)
     x, unbatched = batched(input, nd, op)
-    stride = _ntuple(stride, nd, "stride", op)
-    dilation = _ntuple(dilation, nd, "dilation", op)
+    stride = expand_param(stride, nd, "stride", op)
+    dilation = expand_param(dilation, nd, "dilation", op)
     _positive(stride, "stride")
     _positive(dilation, "dilation")
     kernel = tuple(weight.shape[2:])
@@ -704,7 +704,7 @@ def _conv(op, nd, input, weight, bias, stride, padding, dilation, groups):
         else:
             raise RuntimeError(f"Invalid padding string: '{padding}'")
     else:
-        p = _ntuple(padding, nd, "padding", op)
+        p = expand_param(padding, nd, "padding", op)
         if any(v < 0 for v in p):
             raise RuntimeError("negative padding is not supported")
         pads = tuple((v, v) for v in p)
@@ -759,10 +759,10 @@ def _conv_transpose(op, nd, input, weight, bias, stride, padding, output_padding
     if isinstance(padding, str):
         raise TypeError(f"{op}(): argument 'padding' must be an int or a tuple of ints, not str "
                         f"('{padding}'); transposed convolutions take no padding string")
-    stride = _ntuple(stride, nd, "stride", op)
-    dilation = _ntuple(dilation, nd, "dilation", op)
-    padding = _ntuple(padding, nd, "padding", op)
-    output_padding = _ntuple(output_padding, nd, "output_padding", op)
+    stride = expand_param(stride, nd, "stride", op)
+    dilation = expand_param(dilation, nd, "dilation", op)
+    padding = expand_param(padding, nd, "padding", op)
+    output_padding = expand_param(output_padding, nd, "output_padding", op)
     _positive(stride, "stride")
     _positive(dilation, "dilation")
     if any(v < 0 for v in padding):

@@ -15,7 +15,7 @@ import math
 import numpy as np
 
 from rtx.extend import Primitive, Tensor
-from rtx.nn._functional.conv import Col2Im, Im2Col, _Geom, _ntuple, _out_shape, _prod, batched, check_float
+from rtx.nn._functional.conv import Col2Im, Im2Col, _Geom, _out_shape, _prod, batched, check_float, expand_param
 from rtx.runtime.devices import array_module
 
 __all__ = ["pad", "interpolate", "upsample", "upsample_nearest", "upsample_bilinear", "unfold", "fold",
@@ -389,7 +389,7 @@ def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
     if input.ndim not in (3, 4):
         raise NotImplementedError(f"Input Error: Only 3D or 4D input Tensors are supported (got {input.ndim}D)")
     x, unbatched = batched(input, 2, "unfold")
-    kernel = _ntuple(kernel_size, 2, "kernel_size", "unfold")
+    kernel = expand_param(kernel_size, 2, "kernel_size", "unfold")
     geom = _fold_geom("unfold", dilation, padding, stride)
     if any(k <= 0 for k in kernel):
         raise RuntimeError(f"kernel size should be greater than zero, but got kernel_size={list(kernel)}")
@@ -403,9 +403,9 @@ def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
 
 
 def _fold_geom(op, dilation, padding, stride):
-    d = _ntuple(dilation, 2, "dilation", op)
-    p = _ntuple(padding, 2, "padding", op)
-    s = _ntuple(stride, 2, "stride", op)
+    d = expand_param(dilation, 2, "dilation", op)
+    p = expand_param(padding, 2, "padding", op)
+    s = expand_param(stride, 2, "stride", op)
     if any(v <= 0 for v in d):
         raise RuntimeError(f"dilation should be greater than zero, but got dilation={list(d)}")
     if any(v <= 0 for v in s):
@@ -423,8 +423,8 @@ def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
         raise NotImplementedError(f"Input Error: Only unbatched (2D) or batched (3D) input Tensors are supported "
                                   f"(got {input.ndim}D)")
     cols = input.unsqueeze(0) if input.ndim == 2 else input
-    out_size = _ntuple(output_size, 2, "output_size", "fold")
-    kernel = _ntuple(kernel_size, 2, "kernel_size", "fold")
+    out_size = expand_param(output_size, 2, "output_size", "fold")
+    kernel = expand_param(kernel_size, 2, "kernel_size", "fold")
     geom = _fold_geom("fold", dilation, padding, stride)
     K = _prod(kernel)
     if cols.shape[1] % K:

@@ -14,7 +14,7 @@ import itertools
 import numpy as np
 
 from rtx.extend import Primitive, Tensor
-from rtx.nn._functional.conv import _ntuple, batched, check_float, crop, pad_zeros
+from rtx.nn._functional.conv import batched, check_float, crop, expand_param, pad_zeros
 from rtx.runtime.devices import array_module
 
 __all__ = ["max_pool1d", "max_pool2d", "max_pool3d", "max_pool1d_with_indices", "max_pool2d_with_indices",
@@ -63,11 +63,11 @@ def _pool_out(n, k, s, p, d, ceil_mode):
 
 
 def _geometry(op, x, nd, kernel_size, stride, padding, dilation, ceil_mode, max_pool):
-    kernel = _ntuple(kernel_size, nd, "kernel_size", op)
+    kernel = expand_param(kernel_size, nd, "kernel_size", op)
     stride = kernel if stride is None or (not isinstance(stride, int) and len(stride) == 0) else \
-        _ntuple(stride, nd, "stride", op)
-    padding = _ntuple(padding, nd, "padding", op)
-    dilation = _ntuple(dilation, nd, "dilation", op)
+        expand_param(stride, nd, "stride", op)
+    padding = expand_param(padding, nd, "padding", op)
+    dilation = expand_param(dilation, nd, "dilation", op)
     if any(k <= 0 for k in kernel):
         raise RuntimeError(f"{op}: kernel_size must be greater than zero, but got {list(kernel)}")
     if any(s == 0 for s in stride):
@@ -574,9 +574,9 @@ def _max_unpool(op, nd, input, indices, kernel_size, stride, padding, output_siz
     if tuple(idx.shape) != tuple(x.shape):
         raise RuntimeError(f"{op}: Expected shape of indices to be same as that of the input tensor "
                            f"({list(x.shape)}) but got indices tensor with shape: {list(idx.shape)}")
-    kernel = _ntuple(kernel_size, nd, "kernel_size", op)
-    stride = kernel if stride is None else _ntuple(stride, nd, "stride", op)
-    padding = _ntuple(padding, nd, "padding", op)
+    kernel = expand_param(kernel_size, nd, "kernel_size", op)
+    stride = kernel if stride is None else expand_param(stride, nd, "stride", op)
+    padding = expand_param(padding, nd, "padding", op)
     default = tuple((n - 1) * s - 2 * p + k for n, s, p, k in zip(x.shape[2:], stride, padding, kernel))
     if output_size is None:
         out = default
@@ -621,7 +621,7 @@ def max_unpool3d(input, indices, kernel_size, stride=None, padding=0, output_siz
 
 def _lp_pool(nd, input, norm_type, kernel_size, stride, ceil_mode):
     pool = (avg_pool1d, avg_pool2d, avg_pool3d)[nd - 1]
-    kernel = _ntuple(kernel_size, nd, "kernel_size", f"lp_pool{nd}d")
+    kernel = expand_param(kernel_size, nd, "kernel_size", f"lp_pool{nd}d")
     out = pool(input.pow(norm_type), kernel_size, stride, 0, ceil_mode)
     return (out.sign() * out.abs().relu()).mul(_prod(kernel)).pow(1.0 / norm_type)
 

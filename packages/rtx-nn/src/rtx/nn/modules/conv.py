@@ -10,17 +10,12 @@ from rtx.nn import init
 from rtx.nn._functional import conv as F
 from rtx.nn._functional import misc as FM
 from rtx.nn.modules.module import Module
+from rtx.nn.modules.utils import _ntuple
 from rtx.nn.parameter import Parameter
 
 __all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d", "Fold", "Unfold"]
 
 _PADDING_MODES = {"zeros", "reflect", "replicate", "circular"}
-
-
-def _ntuple(v, n):
-    if isinstance(v, (list, tuple)):
-        return tuple(v) if len(v) != 1 or n == 1 else tuple(v) * n
-    return (v,) * n
 
 
 class _ConvNd(Module):
@@ -114,15 +109,15 @@ class _Conv(_ConvNd):
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1, bias=True,
                  padding_mode="zeros", device=None, dtype=None):
         n = self._nd
-        super().__init__(in_channels, out_channels, _ntuple(kernel_size, n), _ntuple(stride, n),
-                         padding if isinstance(padding, str) else _ntuple(padding, n), _ntuple(dilation, n),
-                         False, _ntuple(0, n), groups, bias, padding_mode, device=device, dtype=dtype)
+        super().__init__(in_channels, out_channels, _ntuple(n)(kernel_size), _ntuple(n)(stride),
+                         padding if isinstance(padding, str) else _ntuple(n)(padding), _ntuple(n)(dilation),
+                         False, _ntuple(n)(0), groups, bias, padding_mode, device=device, dtype=dtype)
 
     def _conv_forward(self, input, weight, bias):
         fn = type(self)._fn
         if self.padding_mode != "zeros":
             return fn(FM.pad(input, self._reversed_padding_repeated_twice, mode=self.padding_mode), weight, bias,
-                      self.stride, _ntuple(0, self._nd), self.dilation, self.groups)
+                      self.stride, _ntuple(self._nd)(0), self.dilation, self.groups)
         return fn(input, weight, bias, self.stride, self.padding, self.dilation, self.groups)
 
     def forward(self, input):
@@ -157,8 +152,8 @@ class _ConvTranspose(_ConvNd):
         if padding_mode != "zeros":
             raise ValueError(f'Only "zeros" padding mode is supported for {type(self).__name__}')
         n = self._nd
-        super().__init__(in_channels, out_channels, _ntuple(kernel_size, n), _ntuple(stride, n),
-                         _ntuple(padding, n), _ntuple(dilation, n), True, _ntuple(output_padding, n), groups,
+        super().__init__(in_channels, out_channels, _ntuple(n)(kernel_size), _ntuple(n)(stride),
+                         _ntuple(n)(padding), _ntuple(n)(dilation), True, _ntuple(n)(output_padding), groups,
                          bias, padding_mode, device=device, dtype=dtype)
 
     def _output_padding(self, input, output_size, stride, padding, kernel_size, num_spatial_dims, dilation=None):

@@ -3,14 +3,11 @@ from __future__ import annotations
 
 from rtx.nn._functional import pooling as F
 from rtx.nn.modules.module import Module
+from rtx.nn.modules.utils import _ntuple, _single
 
 __all__ = ["MaxPool1d", "MaxPool2d", "MaxPool3d", "AvgPool1d", "AvgPool2d", "AvgPool3d", "AdaptiveAvgPool1d",
            "AdaptiveAvgPool2d", "AdaptiveAvgPool3d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "AdaptiveMaxPool3d",
            "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d", "LPPool1d", "LPPool2d", "LPPool3d"]
-
-
-def _ntuple(v, n):
-    return tuple(v) if isinstance(v, (list, tuple)) else (v,) * n
 
 
 class _MaxPoolNd(Module):
@@ -51,9 +48,9 @@ class MaxPool3d(_MaxPoolNd):
 class AvgPool1d(Module):
     def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
         super().__init__()
-        self.kernel_size = _ntuple(kernel_size, 1)
-        self.stride = _ntuple(stride if stride is not None else kernel_size, 1)
-        self.padding = _ntuple(padding, 1)
+        self.kernel_size = _single(kernel_size)
+        self.stride = _single(stride if stride is not None else kernel_size)
+        self.padding = _single(padding)
         self.ceil_mode = ceil_mode
         self.count_include_pad = count_include_pad
 
@@ -156,9 +153,9 @@ class _MaxUnpoolNd(Module):
     def __init__(self, kernel_size, stride=None, padding=0):
         super().__init__()
         n = self._nd
-        self.kernel_size = _ntuple(kernel_size, n)
-        self.stride = _ntuple(stride if stride is not None else kernel_size, n)
-        self.padding = _ntuple(padding, n)
+        self.kernel_size = _ntuple(n)(kernel_size)
+        self.stride = _ntuple(n)(stride if stride is not None else kernel_size)
+        self.padding = _ntuple(n)(padding)
 
     def forward(self, input, indices, output_size=None):
         return type(self)._fn(input, indices, self.kernel_size, self.stride, self.padding, output_size)

@@ -20,6 +20,7 @@ from PIL import Image, ImageEnhance
 
 import rtx
 from rtx.extend import Tensor
+from rtx.nn.modules.utils import _pair as _nn_pair
 from rtx.vision.transforms import _array as K
 
 __all__ = ["InterpolationMode", "get_dimensions", "get_image_size", "get_image_num_channels", "to_tensor",
@@ -324,11 +325,8 @@ def crop(img, top, left, height, width):
 
 
 def _pair(size, name="size"):
-    if isinstance(size, numbers.Number):
-        return int(size), int(size)
-    size = tuple(int(s) for s in size)
-    if len(size) == 1:
-        return size[0], size[0]
+    """torchvision's _setup_size: an (h, w) pair of ints from a number or a sequence of 1 or 2."""
+    size = tuple(int(s) for s in _nn_pair(size))
     if len(size) != 2:
         raise ValueError(f"Please provide only two dimensions (h, w) for {name}, got {size}")
     return size
