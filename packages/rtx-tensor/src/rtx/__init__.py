@@ -55,12 +55,12 @@ if "multiprocessing.reduction" in _sys.modules:  # e.g. a spawned child: send te
 KNOWN_PACKAGES = (
     "runtime", "memory", "kernel", "autograd", "config", "nn", "losses", "optim", "data", "preprocessing", "graph",
     "flash_attn", "transformers", "distributed", "distributions", "federated", "compress", "onnx", "inference",
-    "edge", "hub", "monitoring", "serving_api", "streaming", "vision", "nlg", "demo", "utils", "amp",
+    "edge", "hub", "monitoring", "serving_api", "streaming", "vision", "nlg", "demo", "utils", "amp", "fx",
 )
 
 
 # Subpackages shipped by a distribution of another name.
-_DIST_OF = {"amp": "rtx-optim", "utils": "rtx-data"}
+_DIST_OF = {"amp": "rtx-optim", "utils": "rtx-data", "fx": "rtx-graph"}
 
 
 def _dist(name):
