@@ -16,7 +16,7 @@ CASES = {
     "word_lm": [],
     "reinforce": ["--episodes", "100"],
     "hogwild": [],
-    # "fx_rewrite": [],  (added with rtx.fx)
+    "fx_rewrite": [],
 }
 
 
