@@ -7,17 +7,13 @@ from __future__ import annotations
 import numpy as np
 
 from rtx.hub.errors import RegistryError
+from rtx.runtime.dtypes import KSERVE_NAMES, ONNX_TYPES
 
-DATATYPES = ("BOOL", "UINT8", "UINT16", "UINT32", "UINT64", "INT8", "INT16", "INT32", "INT64",
-             "FP16", "FP32", "FP64", "BF16", "BYTES")
+_NUMPY = KSERVE_NAMES  # "float32" -> "FP32"
+DATATYPES = (*KSERVE_NAMES.values(), "BYTES")
 
-# onnx.TensorProto.DataType numbers -> KServe names (the numbers are fixed by onnx.proto).
-_ONNX = {1: "FP32", 2: "UINT8", 3: "INT8", 4: "UINT16", 5: "INT16", 6: "INT32", 7: "INT64", 8: "BYTES",
-         9: "BOOL", 10: "FP16", 11: "FP64", 12: "UINT32", 13: "UINT64", 16: "BF16"}
-
-_NUMPY = {"bool": "BOOL", "uint8": "UINT8", "uint16": "UINT16", "uint32": "UINT32", "uint64": "UINT64",
-          "int8": "INT8", "int16": "INT16", "int32": "INT32", "int64": "INT64", "float16": "FP16",
-          "float32": "FP32", "float64": "FP64", "bfloat16": "BF16"}
+# onnx.TensorProto.DataType numbers -> KServe names; 8 is onnx's STRING.
+_ONNX = {ONNX_TYPES[name]: kserve for name, kserve in KSERVE_NAMES.items()} | {8: "BYTES"}
 
 
 def datatype_of(dtype) -> str:

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from rtx.runtime.dtypes import ONNX_TYPE_NAMES
+
 
 @dataclass
 class Op:
@@ -42,8 +44,7 @@ class Port:
         return f"NodeArg(name={self.name!r}, type={self.type!r}, shape={self.shape})"
 
 
-_ORT_NAMES = {"float32": "float", "float64": "double", "float16": "float16", "int64": "int64", "int32": "int32",
-              "int8": "int8", "uint8": "uint8", "bool": "bool", "int16": "int16"}
+_ORT_NAMES = ONNX_TYPE_NAMES  # "float32" -> "float", as onnxruntime prints "tensor(float)"
 
 
 class Program:

@@ -97,6 +97,55 @@ ALIASES = {"half": float16, "float": float32, "double": float64, "short": int16,
 _BY_NP = {d._np: d for d in ALL if d._np is not None}
 
 
+# ---- other libraries' names for each dtype ---------------------------------------------------
+# The one table of them (issue 24: serialization, hub, serving and inference each had their own).
+# torch: PyTorch's ScalarType name (its error messages say "Got: Long"); storage: its legacy storage
+# class (pickled checkpoints name torch.FloatStorage); safetensors: the header's code; kserve: the
+# KServe v2 / Triton datatype; onnx: TensorProto.DataType's number (fixed by onnx.proto) and the
+# type name onnxruntime prints ("tensor(float)"). None: that library has no such type.
+#   rtx name       torch            storage                 safetensors  kserve   onnx, type name
+_FOREIGN = {
+    "bool":       ("Bool",          "BoolStorage",          "BOOL",      "BOOL",   9, "bool"),
+    "uint8":      ("Byte",          "ByteStorage",          "U8",        "UINT8",  2, "uint8"),
+    "uint16":     ("UInt16",        None,                   "U16",       "UINT16", 4, "uint16"),
+    "uint32":     ("UInt32",        None,                   "U32",       "UINT32", 12, "uint32"),
+    "uint64":     ("UInt64",        None,                   "U64",       "UINT64", 13, "uint64"),
+    "int8":       ("Char",          "CharStorage",          "I8",        "INT8",   3, "int8"),
+    "int16":      ("Short",         "ShortStorage",         "I16",       "INT16",  5, "int16"),
+    "int32":      ("Int",           "IntStorage",           "I32",       "INT32",  6, "int32"),
+    "int64":      ("Long",          "LongStorage",          "I64",       "INT64",  7, "int64"),
+    "float16":    ("Half",          "HalfStorage",          "F16",       "FP16",   10, "float16"),
+    "bfloat16":   ("BFloat16",      "BFloat16Storage",      "BF16",      "BF16",   16, "bfloat16"),
+    "float32":    ("Float",         "FloatStorage",         "F32",       "FP32",   1, "float"),
+    "float64":    ("Double",        "DoubleStorage",        "F64",       "FP64",   11, "double"),
+    "complex64":  ("ComplexFloat",  "ComplexFloatStorage",  "C64",       None,     14, "complex64"),
+    "complex128": ("ComplexDouble", "ComplexDoubleStorage", None,        None,     15, "complex128"),
+}
+
+
+def _column(i):
+    return {name: row[i] for name, row in _FOREIGN.items() if row[i] is not None}
+
+
+TORCH_NAMES = _column(0)          # "float32" -> "Float"
+STORAGE_NAMES = _column(1)        # "float32" -> "FloatStorage"
+SAFETENSORS_NAMES = _column(2)    # "float32" -> "F32"
+KSERVE_NAMES = _column(3)         # "float32" -> "FP32"
+ONNX_TYPES = _column(4)           # "float32" -> 1 (TensorProto.FLOAT)
+ONNX_TYPE_NAMES = _column(5)      # "float32" -> "float"
+
+
+def torch_name(d) -> str:
+    """PyTorch's ScalarType name of the dtype `d` ("Float" for rtx.float32), as its errors print it."""
+    return TORCH_NAMES.get(d.name, d.name)
+
+
+def from_torch_name(name: str) -> dtype | None:
+    """The dtype that torch.<name> is (torch.float32, torch.long, ...); None if it is no tensor dtype."""
+    d = _BY_NAME.get(name) or ALIASES.get(name)
+    return None if d is None or d.is_quantized else d
+
+
 def is_bfloat16(np_dtype) -> bool:
     """Without importing ml_dtypes: its bfloat16 is a NumPy dtype of kind 'V' named bfloat16."""
     return np_dtype.kind == "V" and np_dtype.name == "bfloat16"

@@ -11,15 +11,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from rtx.runtime.dtypes import KSERVE_NAMES
 from rtx.serving_api.errors import ServeError, bad_request
 
-# KServe v2 datatype names <-> NumPy dtypes.
-DATATYPES = {
-    "BOOL": np.dtype(np.bool_), "UINT8": np.dtype(np.uint8), "UINT16": np.dtype(np.uint16),
-    "UINT32": np.dtype(np.uint32), "UINT64": np.dtype(np.uint64), "INT8": np.dtype(np.int8),
-    "INT16": np.dtype(np.int16), "INT32": np.dtype(np.int32), "INT64": np.dtype(np.int64),
-    "FP16": np.dtype(np.float16), "FP32": np.dtype(np.float32), "FP64": np.dtype(np.float64),
-}
+# KServe v2 datatype names <-> NumPy dtypes (rtx.runtime's table; BF16 is not served: NumPy has no
+# bfloat16 of its own and the JSON/binary codecs here speak NumPy's types).
+DATATYPES = {kserve: np.dtype(name) for name, kserve in KSERVE_NAMES.items() if name != "bfloat16"}
 DATATYPE_OF = {v: k for k, v in DATATYPES.items()}
 
 

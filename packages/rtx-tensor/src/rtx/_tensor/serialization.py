@@ -344,10 +344,7 @@ class _TorchPickler(pickle._Pickler):
                 (storage, 0, shape, stride, bool(t.requires_grad), hooks))
 
 
-_STORAGE_NAMES = {"float64": "DoubleStorage", "float32": "FloatStorage", "float16": "HalfStorage",
-                  "bfloat16": "BFloat16Storage", "int64": "LongStorage", "int32": "IntStorage",
-                  "int16": "ShortStorage", "int8": "CharStorage", "uint8": "ByteStorage", "bool": "BoolStorage",
-                  "complex64": "ComplexFloatStorage", "complex128": "ComplexDoubleStorage"}
+_STORAGE_NAMES = _dt.STORAGE_NAMES  # rtx dtype name -> torch storage class
 
 
 def _save_torch(obj, f, protocol=2):
@@ -531,9 +528,7 @@ def _sniff(data, name):
 
 # ---- safetensors ---------------------------------------------------------------------------------
 
-_ST_DTYPES = {"F64": "float64", "F32": "float32", "F16": "float16", "BF16": "bfloat16", "I64": "int64",
-              "I32": "int32", "I16": "int16", "I8": "int8", "U8": "uint8", "U16": "uint16", "U32": "uint32",
-              "U64": "uint64", "BOOL": "bool", "C64": "complex64"}
+_ST_DTYPES = {code: name for name, code in _dt.SAFETENSORS_NAMES.items()}  # "F32" -> "float32"
 
 
 def _load_safetensors(data, name, reader):
@@ -650,18 +645,7 @@ _TORCH_MAGIC = 0x1950A86A20F9469CFC6C
 _TORCH_LEGACY_PROTOCOL = 1001
 
 # torch storage class -> rtx dtype name
-_STORAGES = {"DoubleStorage": "float64", "FloatStorage": "float32", "HalfStorage": "float16",
-             "BFloat16Storage": "bfloat16", "LongStorage": "int64", "IntStorage": "int32", "ShortStorage": "int16",
-             "CharStorage": "int8", "ByteStorage": "uint8", "BoolStorage": "bool",
-             "ComplexFloatStorage": "complex64", "ComplexDoubleStorage": "complex128", "UntypedStorage": "uint8"}
-
-# torch.<name> dtype globals -> rtx dtype name
-_TORCH_DTYPES = {"float64": "float64", "double": "float64", "float32": "float32", "float": "float32",
-                 "float16": "float16", "half": "float16", "bfloat16": "bfloat16", "int64": "int64", "long": "int64",
-                 "int32": "int32", "int": "int32", "int16": "int16", "short": "int16", "int8": "int8",
-                 "uint8": "uint8", "uint16": "uint16", "uint32": "uint32", "uint64": "uint64", "bool": "bool",
-                 "complex64": "complex64", "cfloat": "complex64", "complex128": "complex128",
-                 "cdouble": "complex128"}
+_STORAGES = {storage: name for name, storage in _dt.STORAGE_NAMES.items()} | {"UntypedStorage": "uint8"}
 
 # modules whose globals weights_only=True refuses even if allow-listed (PyTorch's blocklist)
 _BLOCKED_MODULES = ("sys", "os", "posix", "nt")
@@ -827,8 +811,9 @@ def _builtin_global(module, name):
     if module in ("torch", "torch.cuda"):
         if name in _STORAGES:
             return _StorageType(name)
-        if name in _TORCH_DTYPES:
-            return _dt.from_name(_TORCH_DTYPES[name])
+        d = _dt.from_torch_name(name)  # torch.<name> dtype globals (torch.float32, torch.long, ...)
+        if d is not None:
+            return d
     return None
 
 

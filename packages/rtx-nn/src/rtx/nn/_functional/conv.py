@@ -35,6 +35,7 @@ import numpy as np
 
 from rtx.extend import Primitive, Tensor, check_same_device
 from rtx.extend import autocast as _autocast
+from rtx.runtime import dtypes as _dt
 from rtx.runtime import threads as _threads
 from rtx.runtime.devices import array_module, device_of
 
@@ -660,9 +661,7 @@ def _positive(vals, what):
 
 
 def _scalar_name(t):
-    names = {"float64": "Double", "float32": "Float", "float16": "Half", "bfloat16": "BFloat16"}
-    n = str(t._data.dtype)
-    return names.get(n, n)
+    return _dt.torch_name(t.dtype)
 
 
 def _check_common(op, x, w, b, nd, groups):

@@ -22,13 +22,7 @@ def _shape(x):
 
 
 # PyTorch's ScalarType names, which its error messages use ("Got: Long").
-_TORCH_NAMES = {"bool": "Bool", "uint8": "Byte", "int8": "Char", "int16": "Short", "int32": "Int", "int64": "Long",
-                "float16": "Half", "bfloat16": "BFloat16", "float32": "Float", "float64": "Double",
-                "complex64": "ComplexFloat", "complex128": "ComplexDouble"}
-
-
-def scalar_name(dtype):
-    return _TORCH_NAMES.get(dtype.name, dtype.name.capitalize())
+scalar_name = _dt.torch_name
 
 
 def _conj(x):

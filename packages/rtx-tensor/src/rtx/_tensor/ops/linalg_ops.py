@@ -38,13 +38,8 @@ qr_result = _rt("qr", ["Q", "R"])
 
 # ---- input checks ----------------------------------------------------------------------------
 
-_SCALAR_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16",
-                 "int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte",
-                 "bool": "Bool", "complex64": "ComplexFloat", "complex128": "ComplexDouble"}
-
-
 def scalar_name(t):
-    return _SCALAR_NAMES.get(t.dtype.name, t.dtype.name)
+    return _dt.torch_name(t.dtype)
 
 
 def float_input(A, op):
