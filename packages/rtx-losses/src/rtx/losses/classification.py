@@ -4,8 +4,11 @@ sigmoid focal loss and multi-class focal loss. Log-probabilities come from log_s
 (max-subtracted), so large logits are safe."""
 from __future__ import annotations
 
+import numpy as np
+
 import rtx
 import rtx.nn.functional as F
+from rtx.extend import Primitive, xp_of
 from rtx.extend import autocast as _autocast
 from rtx.losses._reduction import apply_reduction, check_same_size, legacy_reduction
 
@@ -107,6 +110,37 @@ def _reduce(loss, reduction):
     return apply_reduction(loss, reduction)
 
 
+class BinaryCrossEntropy(Primitive):
+    """-(t log p + (1 - t) log(1 - p)) with both logs clamped at -100 (a 0 or 1 input gives a finite
+    loss), and PyTorch's backward: grad (p - t) / max((1 - p) p, 1e-12), finite at 0 and 1 too
+    (differentiating the clamped logs would give 0/0 there). The target's gradient is PyTorch's
+    -logit(p), unclamped."""
+    op = "binary_cross_entropy"
+
+    @staticmethod
+    def forward(ctx, input, target):
+        ctx.save_for_backward(input, target)
+        x, t = input._data, target._data
+        xp = xp_of(input)
+        with np.errstate(divide="ignore"):
+            log_p = xp.maximum(xp.log(x), -100)
+            log_1mp = xp.maximum(xp.log1p(-x), -100)
+        return (-(t * log_p + (1 - t) * log_1mp)).astype(x.dtype, copy=False)
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, t = ctx.saved_tensors
+        gx = gt = None
+        if ctx.needs_input_grad[0]:
+            gx = grad * (x - t) / ((1 - x) * x).clamp(min=_BCE_EPSILON)
+        if ctx.needs_input_grad[1]:
+            gt = grad * ((-x).log1p() - x.log())
+        return gx, gt
+
+
+_BCE_EPSILON = 1e-12
+
+
 @legacy_reduction
 def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None, reduction="mean"):
     if _autocast.active:  # on autocast's float32 list
@@ -114,10 +148,9 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
     check_same_size(input, target, "binary_cross_entropy")
     if bool(((input < 0) | (input > 1)).any()):
         raise RuntimeError("all elements of input should be between 0 and 1")
-    # PyTorch clamps the log terms at -100 so a 0 or 1 input gives a finite loss
-    log_p = input.log().clamp(min=-100)
-    log_1mp = (1 - input).log().clamp(min=-100)
-    loss = -(target * log_p + (1 - target) * log_1mp)
+    if target.dtype != input.dtype:
+        target = target.to(input.dtype)
+    loss = BinaryCrossEntropy.apply(input, target)
     if weight is not None:
         loss = loss * weight
     return _reduce(loss, reduction)
@@ -172,7 +205,9 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
     x = input.unsqueeze(0) if unbatched else input
     y = target.reshape(-1).long()
     x_y = x.gather(1, y.unsqueeze(1))
-    margins = (margin - x_y + x).clamp(min=0) ** p
+    z = margin - x_y + x
+    # PyTorch's kernel counts a class only where z > 0: no gradient at the kink z == 0 (clamp's would pass)
+    margins = rtx.where(z > 0, z, rtx.zeros_like(z)) ** p
     if weight is not None:
         margins = margins * weight[y].unsqueeze(1)
     mask = rtx.ones_like(x)

@@ -93,13 +93,13 @@ class CTC(Primitive):
         inf = ~np.isfinite(nll)
         if zero_infinity:
             nll = np.where(inf, 0.0, nll)
-        ctx.saved = (lp, ext, alpha, beta, logp, inf, zero_infinity, data.dtype, xp_is_np)
+        ctx.saved = (lp, ext, alpha, beta, logp, inf, zero_infinity, data.dtype, xp_is_np, input_lengths)
         out = nll.astype(data.dtype)
         return out if xp_is_np else __import__("cupy").asarray(out)
 
     @staticmethod
     def backward(ctx, grad):
-        lp, ext, alpha, beta, logp, inf, zero_infinity, dtype, xp_is_np = ctx.saved
+        lp, ext, alpha, beta, logp, inf, zero_infinity, dtype, xp_is_np, input_lengths = ctx.saved
         T, N, C = lp.shape
         ab = alpha + beta  # (T, N, S), both include the emission at t
         g = np.full((T, N, C), NEG_INF)
@@ -112,6 +112,9 @@ class CTC(Primitive):
         dlp = np.where(np.isfinite(dlp), dlp, 0.0)
         if zero_infinity:
             dlp[:, inf, :] = 0.0
+        else:  # an impossible alignment: PyTorch's gradient is NaN over the sample's input length
+            for n in np.flatnonzero(inf):
+                dlp[:int(input_lengths[n]), n, :] = np.nan
         gw = grad._data if xp_is_np else grad._data.get()
         dlp = dlp * np.asarray(gw, dtype=np.float64)[None, :, None]
         out = dlp.astype(dtype)

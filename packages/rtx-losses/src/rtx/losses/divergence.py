@@ -13,7 +13,7 @@ __all__ = ["kl_div"]
 @legacy_reduction
 def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
     """input: log-probabilities; target: probabilities (or log-probabilities with log_target).
-    Pointwise target * (log target - input), 0 where target is 0."""
+    Pointwise xlogy(target, target) - target * input: 0 where target is 0 (and input finite)."""
     if _autocast.active:  # on autocast's float32 list
         input, target = _autocast.fp32("kl_div", input, target)
     if reduction == "mean":
@@ -24,8 +24,8 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
     if log_target:
         loss = target.exp() * (target - input)
     else:
-        safe = rtx.where(target > 0, target, 1)
-        loss = rtx.where(target > 0, target * (safe.log() - input), 0 * input)
+        # PyTorch's formula, so its gradients at target == 0 are PyTorch's too (xlogy's)
+        loss = rtx.xlogy(target, target) - target * input
     if reduction == "batchmean":
         return loss.sum() / (input.shape[0] if input.ndim else 1)
     return apply_reduction(loss, reduction)

@@ -11,12 +11,20 @@ __all__ = ["cosine_embedding_loss", "margin_ranking_loss", "triplet_margin_loss"
            "triplet_margin_with_distance_loss", "hinge_embedding_loss"]
 
 
+_EPSILON = 1e-12
+
+
 @legacy_reduction
 def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None, reduction="mean"):
     if _autocast.active:  # on autocast's float32 list
         input1, input2, target = _autocast.fp32("cosine_embedding_loss", input1, input2, target)
-    cos = F.cosine_similarity(input1, input2, dim=-1, eps=1e-8)
-    loss = rtx.where(target == 1, 1 - cos, (cos - margin).clamp(min=0))
+    # PyTorch's formula: |x|^2 + 1e-12 under the square root, so zero vectors give finite gradients
+    prod = (input1 * input2).sum(-1)
+    mag1 = (input1 * input1).sum(-1) + _EPSILON
+    mag2 = (input2 * input2).sum(-1) + _EPSILON
+    cos = prod / (mag1 * mag2).sqrt()
+    zeros = rtx.zeros_like(cos)
+    loss = rtx.where(target == 1, 1 - cos, zeros) + rtx.where(target == -1, (cos - margin).clamp(min=0), zeros)
     return apply_reduction(loss, reduction)
 
 

@@ -83,9 +83,10 @@ def poisson_nll_loss(input, target, log_input=True, full=False, size_average=Non
     else:
         loss = input - target * (input + eps).log()
     if full:
-        # Stirling term, added where target > 1 (as PyTorch)
-        stirling = target * target.clamp(min=1).log() - target + 0.5 * (2 * math.pi * target.clamp(min=1)).log()
-        loss = loss + _where(target > 1, stirling, stirling * 0)
+        # Stirling term, added where target > 1, computed as PyTorch does (its target gradient is NaN
+        # where target == 0: 0 * log 0 in the masked-out branch)
+        stirling = target * target.log() - target + 0.5 * (2 * math.pi * target).log()
+        loss = loss + stirling.masked_fill(target <= 1, 0)
     return apply_reduction(loss, reduction)
 
 
@@ -99,7 +100,8 @@ def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"
                              f"or last dim 1), got {tuple(var.shape)}")
     if bool((var < 0).any()):
         raise ValueError("var has negative entry/entries")
-    var = var.clamp(min=eps)
+    # PyTorch clamps var in place under no_grad: the value is clamped, the gradient passes as if it were not
+    var = var + (var.clamp(min=eps) - var).detach()
     loss = 0.5 * (var.log() + (input - target) ** 2 / var)
     if full:
         loss = loss + 0.5 * math.log(2 * math.pi)
