@@ -12,6 +12,7 @@ from rtx._tensor.ops import (
     inplace,
     linalg_ops,
     matmul,
+    random,
     reduce,
     shape,
     sort,
@@ -56,6 +57,11 @@ def _install():
     Tensor.lerp_ = _lerp_
     for name in list(unary.OPS) + ["clamp", "clip", "clamp_min", "clamp_max", "round"]:
         setattr(Tensor, name + "_", inplace.inplace_unary(getattr(unary, name)))
+    for name, fn in random.INPLACE_RANDOM.items():
+        setattr(Tensor, name, fn)
+    # x.softmax(dim) / x.log_softmax(dim): the Primitives live in rtx-nn; rtx.softmax finds them.
+    Tensor.softmax = lambda self, dim, dtype=None: _rtx().softmax(self, dim, dtype=dtype)
+    Tensor.log_softmax = lambda self, dim, dtype=None: _rtx().log_softmax(self, dim, dtype=dtype)
     Tensor.copy_ = inplace.copy_
     Tensor.fill_ = inplace.fill_
     Tensor.zero_ = inplace.zero_
@@ -124,6 +130,11 @@ def _install():
         *size, dtype=dtype or self.dtype, device=device or self.device, requires_grad=requires_grad)
     Tensor.new_full = lambda self, size, fill_value, dtype=None, device=None, requires_grad=False: creation.full(
         size, fill_value, dtype=dtype or self.dtype, device=device or self.device, requires_grad=requires_grad)
+
+
+def _rtx():
+    import rtx
+    return rtx
 
 
 def _logical_or_bitwise(a, b, op):
