@@ -4,28 +4,11 @@ from __future__ import annotations
 
 import copy
 
-import rtx
 import rtx.nn as nn
 from rtx.compress import intrinsic as nni
+from rtx.nn.utils.fusion import fuse_conv_bn_weights  # re-exported: torch.ao.quantization has it too
 
 __all__ = ["fuse_modules", "fuse_modules_qat", "fuse_conv_bn_eval", "fuse_linear_bn_eval", "fuse_conv_bn_weights"]
-
-
-def fuse_conv_bn_weights(conv_w, conv_b, bn_rm, bn_rv, bn_eps, bn_w, bn_b):
-    """(weight, bias) of the conv that computes bn(conv(x)) with BN's running statistics:
-    w' = w * g / sqrt(v + eps) per output channel, b' = (b - m) * g / sqrt(v + eps) + beta."""
-    with rtx.no_grad():
-        if conv_b is None:
-            conv_b = rtx.zeros_like(bn_rm)
-        if bn_w is None:
-            bn_w = rtx.ones_like(bn_rm)
-        if bn_b is None:
-            bn_b = rtx.zeros_like(bn_rm)
-        factor = bn_w / (bn_rv + bn_eps).sqrt()
-        shape = [-1] + [1] * (conv_w.dim() - 1)
-        w = conv_w * factor.reshape(shape)
-        b = (conv_b - bn_rm) * factor + bn_b
-    return nn.Parameter(w.detach().clone()), nn.Parameter(b.detach().clone())
 
 
 def fuse_conv_bn_eval(conv, bn):

@@ -3,10 +3,10 @@ through a FakeQuantize on every forward, so training sees (and adapts to) int8 r
 gradient reaches the float weight straight through."""
 from __future__ import annotations
 
-import rtx
 import rtx.nn as nn
 import rtx.nn.functional as F
 from rtx.compress import intrinsic as nni
+from rtx.nn.utils.fusion import batch_norm_scale_shift, fuse_conv_bn_weights
 
 __all__ = ["Linear", "LinearReLU", "Conv2d", "ConvReLU2d", "ConvBn2d", "ConvBnReLU2d"]
 
@@ -88,8 +88,7 @@ class ConvBn2d(Conv2d):
 
     def _scale_factor(self):
         bn = self.bn
-        gamma = bn.weight if bn.weight is not None else rtx.ones_like(bn.running_var)
-        return gamma / (bn.running_var + bn.eps).sqrt()
+        return batch_norm_scale_shift(bn.running_mean, bn.running_var, bn.eps, bn.weight)[0]
 
     def forward(self, input):
         factor = self._scale_factor()
@@ -103,7 +102,6 @@ class ConvBn2d(Conv2d):
 
     def folded(self):
         """An eval-mode nn.Conv2d equal to conv + BN with the running statistics."""
-        from rtx.compress.fuse import fuse_conv_bn_weights
         conv = nn.Conv2d(self.in_channels, self.out_channels, self.kernel_size, self.stride, self.padding,
                          self.dilation, self.groups, True, self.padding_mode)
         bn = self.bn

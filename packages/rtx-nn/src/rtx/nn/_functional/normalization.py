@@ -152,15 +152,23 @@ def _update_running(running, batch_stat, momentum):
     running._vc[0] += 1
 
 
-def _eval_affine(input, running_mean, running_var, weight, bias, eps, shape):
-    """(x - running_mean) / sqrt(running_var + eps) * w + b as x * scale + shift."""
-    rm, rv = _like(running_mean, input), _like(running_var, input)
-    scale = (rv + eps).rsqrt()
+def batch_norm_scale_shift(running_mean, running_var, eps, weight=None, bias=None):
+    """(scale, shift) with which an eval BatchNorm is x * scale + shift per channel:
+    scale = weight / sqrt(running_var + eps), shift = bias - running_mean * scale. The one copy of
+    this formula: eval batch_norm/instance_norm and BatchNorm folding (rtx.nn.utils.fusion,
+    rtx.compress) use it; differentiable in weight and bias."""
+    scale = (running_var + eps).rsqrt()
     if weight is not None:
         scale = scale * weight
-    shift = -rm * scale
+    shift = -running_mean * scale
     if bias is not None:
         shift = shift + bias
+    return scale, shift
+
+
+def _eval_affine(input, running_mean, running_var, weight, bias, eps, shape):
+    """(x - running_mean) / sqrt(running_var + eps) * w + b as x * scale + shift."""
+    scale, shift = batch_norm_scale_shift(_like(running_mean, input), _like(running_var, input), eps, weight, bias)
     return input * scale.reshape(shape) + shift.reshape(shape)
 
 
