@@ -139,3 +139,12 @@ def test_cupy_matches_numpy():
         got = int_matmul(cp.asarray(a), cp.asarray(b), cp.asarray(za), 5)
         assert isinstance(got, cp.ndarray) and got.dtype == np.int32
         np.testing.assert_array_equal(cp.asnumpy(got), _ref(a, b, za, 5))
+
+
+def test_int_ranges_are_the_types_limits():
+    import ml_dtypes
+
+    from rtx.kernel.int_gemm import INT_RANGES
+    for name, (lo, hi) in INT_RANGES.items():
+        info = ml_dtypes.iinfo(name) if name in ("uint4", "int4", "uint2", "int2") else np.iinfo(name)
+        assert (lo, hi) == (int(info.min), int(info.max)), name

@@ -19,9 +19,11 @@ from __future__ import annotations
 import numpy as np
 
 from rtx.inference.kernels import OWNING, ConvWorkspace, builder
+from rtx.kernel.int_gemm import INT_RANGES as _INT_RANGES
 from rtx.kernel.int_gemm import gemm_dtype
 
-INT_RANGES = {"uint8": (0, 255), "int8": (-128, 127), "uint16": (0, 65535), "int16": (-32768, 32767)}
+# the types the int8 kernels run (rtx.kernel's table also has the 4- and 2-bit ones, which they refuse)
+INT_RANGES = {name: _INT_RANGES[name] for name in ("uint8", "int8", "uint16", "int16")}
 
 
 def acc_dtype(k, a_max, w_max):

@@ -22,7 +22,12 @@ import sys
 
 import numpy as np
 
-__all__ = ["gemm_dtype", "exact_matmul", "int_matmul", "FLOAT32_EXACT", "FLOAT64_EXACT", "INT32_LIMIT"]
+__all__ = ["gemm_dtype", "exact_matmul", "int_matmul", "FLOAT32_EXACT", "FLOAT64_EXACT", "INT32_LIMIT", "INT_RANGES"]
+
+# (qmin, qmax) of every integer type ONNX quantizes to, by NumPy/ml_dtypes name: the one table
+# (rtx.onnx's QuantizeLinear and rtx.inference's int8 kernels read it).
+INT_RANGES = {"uint8": (0, 255), "int8": (-128, 127), "uint16": (0, 65535), "int16": (-32768, 32767),
+              "uint4": (0, 15), "int4": (-8, 7), "uint2": (0, 3), "int2": (-2, 1)}
 
 FLOAT32_EXACT = 2 ** 24   # every integer of magnitude below this is a float32
 FLOAT64_EXACT = 2 ** 53

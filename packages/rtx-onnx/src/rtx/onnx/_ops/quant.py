@@ -5,10 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from rtx.kernel.int_gemm import INT_RANGES
 from rtx.onnx._ops import arr, cast_array, const, np_dtype, op, wrap_axis
-
-_INT_RANGES = {"uint8": (0, 255), "int8": (-128, 127), "uint16": (0, 65535), "int16": (-32768, 32767),
-               "uint4": (0, 15), "int4": (-8, 7), "uint2": (0, 3), "int2": (-2, 1)}
 
 
 def _expand(p, shape, axis, block):
@@ -34,11 +32,11 @@ def quantize(x, scale, zp, out_dtype, axis=1, block=0, saturate=True, precision=
             else x / s
     name = out_dtype.name
     z = None if zp is None else _expand(zp, x.shape, axis, block)
-    if name in _INT_RANGES:
+    if name in INT_RANGES:
         qi = np.rint(q).astype(np.int64)
         if z is not None:
             qi = qi + z.astype(np.int64)
-        lo, hi = _INT_RANGES[name]
+        lo, hi = INT_RANGES[name]
         return np.clip(qi, lo, hi).astype(out_dtype)
     if name.startswith("float8"):
         return cast_array(q.astype(np.float32), out_dtype, saturate)
