@@ -14,6 +14,7 @@ MODULES = [
     'rtx.edge',
     'rtx.federated',
     'rtx.flash_attn',
+    'rtx.geom',
     'rtx.graph',
     'rtx.hub',
     'rtx.inference',
