@@ -260,3 +260,12 @@ def test_real_torch_load_reads_a_pickled_checkpoint(tmp_path):
     assert got["step"] == float(sd["state"][0]["step"])
     assert got["groups"] == [[1e-3, [0.8, 0.95], [0, 1]]]
     assert got["dtype"] == "torch.bfloat16" and got["tuple"] == [1, "a"]
+
+
+def test_trusted_load_of_a_class_that_is_not_importable():
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:
+        z.writestr("archive/data.pkl", b"\x80\x02cno_such_module_here\nThing\nq\x00)\x81q\x01.")
+    buf.seek(0)
+    with pytest.raises(RuntimeError, match="needs no_such_module_here.Thing, which cannot be imported"):
+        rtx.load(buf, weights_only=False)

@@ -451,7 +451,7 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=No
         return reader.read_legacy(data)
     except _WeightsOnlyError as e:
         raise UnpicklingError(_wo_message(str(e))) from None
-    except (UnpicklingError, _FormatError, ImportError, AttributeError, RuntimeError):
+    except (UnpicklingError, _FormatError, RuntimeError):
         raise
     except Exception as e:  # a truncated or corrupt file can fail anywhere: say so, never crash obscurely
         raise _FormatError(f"rtx.load: {name} is truncated or corrupt ({type(e).__name__}: {e})") from e
@@ -853,7 +853,12 @@ def _unpickler_class(base):
                 if key in reader.user_allowed:
                     return reader.user_allowed[key]
                 raise _WeightsOnlyError(_unsupported(key))
-            return super().find_class(module, name)
+            try:
+                return super().find_class(module, name)
+            except (ImportError, AttributeError) as e:
+                raise _FormatError(f"rtx.load: {reader.name} needs {key}, which cannot be imported here ({e}); a "
+                                   "pickled object is rebuilt from its classes, so they must be importable (to "
+                                   "exchange weights, save a state_dict)") from None
 
         def persistent_load(self, pid):
             if self._persistent is None:
