@@ -32,7 +32,7 @@ CASES = {
     "too few values": ("POST", INFER, dict(json=v2(data=[0.0] * 63)), 400, ["'x'", "64 values", "63"]),
     "wrong datatype": ("POST", INFER, dict(json=v2(datatype="INT32")), 400, ["'x'", "FP32", "INT32"]),
     "unknown datatype": ("POST", INFER, dict(json=v2(datatype="FLOAT")), 400, ["'FLOAT'", "FP32"]),
-    "BYTES datatype": ("POST", INFER, dict(json=v2(datatype="BYTES")), 400, ["'BYTES'"]),
+    "BYTES datatype": ("POST", INFER, dict(json=v2(datatype="BYTES")), 400, ["expected datatype FP32, found BYTES"]),
     "string data": ("POST", INFER, dict(json=v2(data=["a"] * 64)), 400, ["'x'", "numbers", "strings"]),
     "null data": ("POST", INFER, dict(json=v2(data=[None] * 64)), 400, ["'x'", "numbers"]),
     "ragged data": ("POST", INFER, dict(json=v2(data=[[0.0] * 32, [0.0] * 31])), 400, ["'x'", "regular"]),

@@ -19,7 +19,15 @@ from starlette.routing import Route
 from rtx.serving_api.config import ServeConfig
 from rtx.serving_api.errors import ServeError, bad_request, error_response
 from rtx.serving_api.generate import parse_generate
-from rtx.serving_api.limits import READING_BODY, ConcurrencyGate, content_kind, read_body
+from rtx.serving_api.limits import (
+    BINARY_HEADER,
+    OCTET,
+    READING_BODY,
+    ConcurrencyGate,
+    binary_header_size,
+    content_kind,
+    read_body,
+)
 from rtx.serving_api.models import load_version
 from rtx.serving_api.openapi import docs_html, openapi_document
 from rtx.serving_api.protocol import (
@@ -34,6 +42,9 @@ from rtx.serving_api.protocol import (
 from rtx.serving_api.repository import ModelManager
 
 log = logging.getLogger("rtx.serving_api")
+
+# The protocol extensions this server speaks (GET /v2 and gRPC ServerMetadata list them).
+EXTENSIONS = ["binary_tensor_data", "model_repository", "statistics"]
 
 
 class JSON(Response):
@@ -147,26 +158,35 @@ def create_app(config: ServeConfig | None = None, *, registry=None, loader=load_
 
     # ---- inference -----------------------------------------------------------------------------------
 
-    async def tensor_request(request: Request, ctx: _Ctx):
-        """The shared start of v2 /infer and v1 :predict: (model, body, headers, reply), where reply
-        is the whole answer to an .npy body (the protocols differ only in their JSON forms), else None."""
-        kind = content_kind(request)
+    async def tensor_request(request: Request, ctx: _Ctx, binary: bool = False):
+        """The shared start of v2 /infer and v1 :predict: (model, body, headers, reply, kind), where
+        reply is the whole answer to an .npy body (the protocols differ only in their JSON forms), else None."""
+        kind = content_kind(request, binary=binary)
         model = tensor_model(resolve(request, ctx, request.path_params["name"], request.path_params.get("version")))
         body = await read_body(request, config.max_body_bytes)
         headers = {"x-model-version": model.version}
         if kind != "npy":
-            return model, body, headers, None
+            return model, body, headers, None, kind
         names, outs = await model.infer(parse_npy(body, model.signature), None)
         data, media = npy_bytes(names, outs)
-        return model, body, headers, Response(data, media_type=media, headers=headers)
+        return model, body, headers, Response(data, media_type=media, headers=headers), kind
 
     async def v2_infer(request: Request, ctx: _Ctx):
-        model, body, headers, reply = await tensor_request(request, ctx)
+        model, body, headers, reply, kind = await tensor_request(request, ctx, binary=True)
         if reply is not None:
             return reply
-        feed, out_names, rid = parse_v2_request(parse_json(body), model.signature)
+        raw = None
+        if kind == "binary":
+            size = binary_header_size(request.headers[BINARY_HEADER], len(body))
+            body, raw = body[:size], memoryview(body)[size:]
+        feed, out_names, rid, binary = parse_v2_request(parse_json(body), model.signature, raw)
         names, outs = await model.infer(feed, out_names)
-        return JSON(v2_response(model.name, model.version, names, outs, rid), headers=headers)
+        doc, blobs = v2_response(model.name, model.version, names, outs, rid, binary)
+        if not blobs:
+            return JSON(doc, headers=headers)
+        head = JSON(doc).body
+        headers[BINARY_HEADER] = str(len(head))
+        return Response(b"".join([head, *blobs]), media_type=OCTET, headers=headers)
 
     async def v1_verb(request: Request, ctx: _Ctx):
         verb = request.path_params["verb"]
@@ -177,7 +197,7 @@ def create_app(config: ServeConfig | None = None, *, registry=None, loader=load_
         raise ServeError(404, f"unknown method ':{verb}'; this server supports :predict and :generate")
 
     async def v1_predict(request: Request, ctx: _Ctx):
-        model, body, headers, reply = await tensor_request(request, ctx)
+        model, body, headers, reply, _ = await tensor_request(request, ctx)
         if reply is not None:
             return reply
         feed, fmt = parse_v1_request(parse_json(body), model.signature)
@@ -276,7 +296,7 @@ def create_app(config: ServeConfig | None = None, *, registry=None, loader=load_
 
     async def server_metadata(request: Request):
         from rtx.serving_api import __version__
-        return JSON({"name": "rtx", "version": __version__, "extensions": ["model_repository"]})
+        return JSON({"name": "rtx", "version": __version__, "extensions": EXTENSIONS})
 
     async def prometheus(request: Request):
         for m in manager.models():

@@ -13,16 +13,44 @@ READING_BODY = "rtx.reading_body"  # scope key: True while read_body waits for t
 JSON_TYPES = ("application/json", "application/x-www-form-urlencoded")
 
 
-def content_kind(request: Request, *, npy: bool = True) -> str:
-    """"json" or "npy" from the Content-Type header (absent: JSON)."""
+BINARY_HEADER = "inference-header-content-length"  # the Open Inference Protocol's binary tensor data extension
+OCTET = "application/octet-stream"
+
+
+def content_kind(request: Request, *, npy: bool = True, binary: bool = False) -> str:
+    """"json", "npy" or "binary" (a JSON header then raw tensors, announced by the
+    Inference-Header-Content-Length header) from the request headers (no Content-Type: JSON)."""
+    encoding = request.headers.get("content-encoding", "identity").strip().lower()
+    if encoding != "identity":
+        raise ServeError(415, f"unsupported Content-Encoding {encoding!r}; send the body uncompressed")
     raw = request.headers.get("content-type", "")
     base = raw.split(";", 1)[0].strip().lower()
+    if BINARY_HEADER in request.headers:
+        if not binary:
+            raise ServeError(415, "the binary tensor data extension (Inference-Header-Content-Length) is "
+                                  "accepted on /v2/models/{name}/infer only")
+        if base in ("", OCTET) + JSON_TYPES:
+            return "binary"
+        raise ServeError(415, f"unsupported content type {raw!r} for a binary tensor body; send {OCTET} or none")
     if base in ("",) + JSON_TYPES or base.endswith("+json"):
         return "json"
     if npy and base == NPY:
         return "npy"
     accepted = "application/json" + (f" or {NPY}" if npy else "")
     raise ServeError(415, f"unsupported content type {raw!r}; send {accepted}")
+
+
+def binary_header_size(value: str, body_size: int) -> int:
+    """The Inference-Header-Content-Length value: the JSON header's size, within the body."""
+    try:
+        n = int(value.strip())
+    except ValueError:
+        raise ServeError(400, f"invalid Inference-Header-Content-Length header {value!r}; expected the size "
+                              "of the JSON header in bytes") from None
+    if not 0 < n <= body_size:
+        raise ServeError(400, f"Inference-Header-Content-Length is {n} but the body has {body_size} bytes; "
+                              "the JSON header must fit in the body")
+    return n
 
 
 async def read_body(request: Request, limit: int) -> bytes:

@@ -12,19 +12,28 @@ from dataclasses import dataclass
 import numpy as np
 
 from rtx.runtime.dtypes import KSERVE_NAMES
+from rtx.serving_api import tensors
 from rtx.serving_api.errors import ServeError, bad_request
 
-# KServe v2 datatype names <-> NumPy dtypes (rtx.runtime's table; BF16 is not served: NumPy has no
-# bfloat16 of its own and the JSON/binary codecs here speak NumPy's types).
-DATATYPES = {kserve: np.dtype(name) for name, kserve in KSERVE_NAMES.items() if name != "bfloat16"}
+BF16 = tensors.bf16_dtype()
+# KServe v2 datatype names <-> NumPy dtypes (rtx.runtime's table; bfloat16 is ml_dtypes', and
+# BYTES elements are Python bytes in an object array).
+DATATYPES = {kserve: (BF16 if name == "bfloat16" else np.dtype(name)) for name, kserve in KSERVE_NAMES.items()}
+DATATYPES["BYTES"] = np.dtype(object)
 DATATYPE_OF = {v: k for k, v in DATATYPES.items()}
 
 
 def datatype_of(dtype) -> str:
     dt = np.dtype(dtype)
+    if dt.kind in "SU":  # a model may answer text as NumPy strings
+        return "BYTES"
     if dt not in DATATYPE_OF:
         raise ValueError(f"no KServe v2 datatype for NumPy dtype {dt}")
     return DATATYPE_OF[dt]
+
+
+def is_float(dtype: np.dtype) -> bool:
+    return dtype.kind == "f" or dtype == BF16  # ml_dtypes' bfloat16 has kind "V"
 
 
 @dataclass(frozen=True)
@@ -140,10 +149,14 @@ def parse_json(body: bytes):
 def _numbers(data, what: str, dtype: np.dtype) -> np.ndarray:
     """JSON data (nested lists of numbers) as an array of `dtype`; refuses strings, nulls, ragged
     lists, and values the dtype cannot hold (1.5 for INT32, 300 for UINT8, true for FP32 is fine)."""
+    if dtype.kind == "O":  # BYTES
+        return tensors.bytes_from_json(data, what)
     try:
         arr = np.asarray(data)
     except (ValueError, TypeError) as e:  # ragged nesting
         raise bad_request(f"{what}: data is not a regular nested list of numbers ({e})") from None
+    if dtype.kind in "iu" and arr.dtype.kind in "fO":
+        arr = _exact_ints(data, arr, what, dtype)
     if arr.dtype.kind not in "biuf":
         found = "strings" if arr.dtype.kind in "US" else "nulls, objects or integers beyond 64 bits"
         raise bad_request(f"{what}: data must be numbers, found {found}")
@@ -164,31 +177,70 @@ def _numbers(data, what: str, dtype: np.dtype) -> np.ndarray:
     elif dtype.kind == "b" and arr.dtype.kind != "b":
         if not np.all((arr == 0) | (arr == 1)):
             raise bad_request(f"{what}: expected booleans for datatype BOOL")
-    elif dtype.kind == "f":
+    elif is_float(dtype):
         with np.errstate(over="ignore"):
             out = arr.astype(dtype)
         if not np.array_equal(np.isfinite(out), np.isfinite(arr)):  # 1e300 would become inf in FP32
+            import ml_dtypes
             raise bad_request(f"{what}: values out of range for datatype {DATATYPE_OF[dtype]} "
-                              f"(largest magnitude {float(np.finfo(dtype).max):.6g})")
+                              f"(largest magnitude {float(ml_dtypes.finfo(dtype).max):.6g})")
         return out
     return arr.astype(dtype)
 
 
-def parse_v2_request(doc, sig: Signature) -> tuple[dict[str, np.ndarray], list[str] | None, object]:
-    """A KServe v2 infer request -> (feed, requested output names or None for all, request id)."""
+def _binary_size(params, what: str):
+    """parameters.binary_data_size of an input, or None when its data is in JSON."""
+    if params is None:
+        return None
+    if not isinstance(params, dict):
+        raise bad_request(f"{what}: 'parameters' must be an object, found {type(params).__name__}")
+    size = params.get("binary_data_size")
+    if size is None:
+        return None
+    if isinstance(size, bool) or not isinstance(size, int) or size < 0:
+        raise bad_request(f"{what}: parameters.binary_data_size must be an integer >= 0, found {size!r}")
+    return size
+
+
+def _exact_ints(data, arr: np.ndarray, what: str, dtype: np.dtype) -> np.ndarray:
+    """Python ints past int64 (UINT64's upper half) make NumPy fall back to float64 (rounding them)
+    or object: read such data again exactly when every value is an int."""
+    exact = np.array(data, dtype=object)
+    flat = exact.ravel().tolist()
+    if not all(type(v) is int for v in flat):
+        return arr  # floats among them: the checks that follow say what is wrong
+    info = np.iinfo(dtype)
+    if flat and (min(flat) < info.min or max(flat) > info.max):
+        raise bad_request(f"{what}: values out of range for datatype {DATATYPE_OF[dtype]} [{info.min}, {info.max}]")
+    return np.array(flat, dtype=dtype).reshape(exact.shape)
+
+
+def parse_v2_request(doc, sig: Signature, raw: memoryview | None = None
+                     ) -> tuple[dict[str, np.ndarray], list[str] | None, object, set[str]]:
+    """A KServe v2 infer request -> (feed, requested output names or None for all, request id,
+    names of the outputs to answer in binary). `raw` is the binary part of a body with the
+    binary tensor data extension (the bytes after the JSON header), else None."""
     if not isinstance(doc, dict):
         raise bad_request(f"the request must be a JSON object with an 'inputs' list, found {type(doc).__name__}")
     inputs = doc.get("inputs")
     if not isinstance(inputs, list) or not inputs:
         raise bad_request("the request needs 'inputs': a non-empty list of {name, shape, datatype, data}")
-    feed = {}
+    feed, offset = {}, 0
     for i, t in enumerate(inputs):
         if not isinstance(t, dict):
             raise bad_request(f"inputs[{i}] must be an object {{name, shape, datatype, data}}, "
                               f"found {type(t).__name__}")
-        missing = [k for k in ("name", "shape", "datatype", "data") if k not in t]
+        size = _binary_size(t.get("parameters"), f"inputs[{i}]")
+        if size is not None and raw is None:
+            raise bad_request(f"inputs[{i}] has parameters.binary_data_size but the request has no binary part "
+                              "(no Inference-Header-Content-Length header)")
+        required = ("name", "shape", "datatype") if size is not None else ("name", "shape", "datatype", "data")
+        missing = [k for k in required if k not in t]
         if missing:
-            raise bad_request(f"inputs[{i}] lacks {missing}; each input needs name, shape, datatype and data")
+            raise bad_request(f"inputs[{i}] lacks {missing}; each input needs name, shape, datatype and data "
+                              "(or parameters.binary_data_size)")
+        if size is not None and "data" in t:
+            raise bad_request(f"inputs[{i}] has both 'data' and parameters.binary_data_size; send one")
         name, shape, datatype = t["name"], t["shape"], t["datatype"]
         if not isinstance(name, str):
             raise bad_request(f"inputs[{i}].name must be a string, found {name!r}")
@@ -206,35 +258,85 @@ def parse_v2_request(doc, sig: Signature) -> tuple[dict[str, np.ndarray], list[s
         if not shape_matches(spec.shape, shape):
             raise bad_request(f"input {name!r}: expected shape {fmt_shape(spec.shape)} (-1: any size), "
                               f"found {fmt_shape(shape)}")
+        if size is not None:
+            if size > len(raw) - offset:
+                raise bad_request(f"input {name!r}: parameters.binary_data_size is {size} but only "
+                                  f"{len(raw) - offset} bytes of tensor data remain in the body")
+            feed[name] = tensors.decode(raw[offset:offset + size], spec.datatype, spec.dtype, shape,
+                                        f"input {name!r}")
+            offset += size
+            continue
         arr = _numbers(t["data"], f"input {name!r}", spec.dtype)
         n = math.prod(shape)
         if arr.size != n:
             raise bad_request(f"input {name!r}: shape {fmt_shape(shape)} needs {n} values, found {arr.size}")
         feed[name] = arr.reshape(shape)
+    if raw is not None and offset != len(raw):
+        raise bad_request(f"the body carries {len(raw) - offset} bytes after the tensors its header describes "
+                          "(the binary_data_size of the inputs sum to less than the binary part)")
     check_feed(sig, feed)
+    params = doc.get("parameters")
+    if params is not None and not isinstance(params, dict):
+        raise bad_request(f"'parameters' must be an object, found {type(params).__name__}")
+    all_binary = _flag(params, "binary_data_output", "parameters")
     outputs = doc.get("outputs")
     names = None
+    binary = set(sig.output_names()) if all_binary else set()
     if outputs is not None:
         if not isinstance(outputs, list) or not all(isinstance(o, dict) and isinstance(o.get("name"), str)
                                                     for o in outputs):
             raise bad_request("'outputs' must be a list of objects with a 'name'")
         names = [o["name"] for o in outputs]
+        for o in outputs:
+            p = o.get("parameters")
+            if p is not None and not isinstance(p, dict):
+                raise bad_request(f"output {o['name']!r}: 'parameters' must be an object")
+            flag = _flag(p, "binary_data", f"output {o['name']!r} parameters")
+            if flag:
+                binary.add(o["name"])
+            elif p is not None and "binary_data" in p:
+                binary.discard(o["name"])  # an output's own setting wins over binary_data_output
         twice = sorted({n for n in names if names.count(n) > 1})
         if twice:
             raise bad_request(f"output(s) {twice} requested more than once")
         unknown = [n for n in names if n not in sig.output_names()]
         if unknown:
             raise bad_request(f"unknown output(s) {unknown}; the model's outputs are {sig.output_names()}")
-    return feed, names, doc.get("id")
+    return feed, names, doc.get("id"), binary
 
 
-def v2_response(model: str, version: str, names: list[str], arrays: list[np.ndarray], request_id) -> dict:
-    out = {"model_name": model, "model_version": version,
-           "outputs": [{"name": n, "datatype": datatype_of(a.dtype), "shape": list(a.shape),
-                        "data": a.ravel().tolist()} for n, a in zip(names, arrays)]}
+def _flag(params, key: str, what: str) -> bool:
+    if not params or key not in params:
+        return False
+    v = params[key]
+    if not isinstance(v, bool):
+        raise bad_request(f"{what}.{key} must be true or false, found {v!r}")
+    return v
+
+
+def v2_response(model: str, version: str, names: list[str], arrays: list[np.ndarray], request_id,
+                binary: set[str] = frozenset()) -> tuple[dict, list[bytes]]:
+    """(the JSON document, the binary parts in output order): the outputs named in `binary` carry
+    parameters.binary_data_size instead of data."""
+    outputs, blobs = [], []
+    for n, a in zip(names, arrays):
+        datatype = datatype_of(a.dtype)
+        t = {"name": n, "datatype": datatype, "shape": list(a.shape)}
+        if n in binary:
+            blob = tensors.encode(a, datatype)
+            t["parameters"] = {"binary_data_size": len(blob)}
+            blobs.append(blob)
+        elif datatype == "BYTES":
+            t["data"] = tensors.bytes_to_json(a, f"output {n!r}")
+        elif datatype == "BF16":
+            t["data"] = a.astype(np.float32).ravel().tolist()
+        else:
+            t["data"] = a.ravel().tolist()
+        outputs.append(t)
+    out = {"model_name": model, "model_version": version, "outputs": outputs}
     if request_id is not None:
         out["id"] = request_id
-    return out
+    return out, blobs
 
 
 def parse_v1_request(doc, sig: Signature) -> tuple[dict[str, np.ndarray], str]:
