@@ -304,8 +304,8 @@ class Registry:
                 signature = example_signature(obj, example_inputs)
             ckpt = {"format": MODULE_FORMAT, "class": f"{cls.__module__}:{cls.__qualname__}",
                     "args": module_args, "kwargs": module_kwargs, "model": obj.state_dict()}
-            try:
-                rtx.save(ckpt, artifact)
+            try:  # safetensors only: a registry artifact never holds a pickle
+                rtx.save(ckpt, artifact, format="safetensors")
             except TypeError as e:
                 raise RegistryError(f"cannot save the module: {e}") from None
             info["checkpoint_format"] = MODULE_FORMAT
