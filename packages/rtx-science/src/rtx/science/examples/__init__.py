@@ -2,6 +2,7 @@
 
     python -m rtx.science.examples poisson --full
 """
+from rtx.science.examples.fno_burgers import fno_burgers
 from rtx.science.examples.poisson import poisson
 
-__all__ = ["poisson"]
+__all__ = ["fno_burgers", "poisson"]

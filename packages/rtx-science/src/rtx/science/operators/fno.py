@@ -1,0 +1,114 @@
+"""Fourier neural operators (Li et al., ICLR 2021): spectral convolutions that keep the lowest
+Fourier modes, multiply them by learned complex weights, and transform back."""
+from __future__ import annotations
+
+import rtx
+import rtx.nn as nn
+import rtx.nn.functional as F
+
+
+def _complex(re, im):
+    c = rtx.complex64 if re.dtype == rtx.float32 else rtx.complex128
+    return re.to(c) + im.to(c) * 1j
+
+
+class SpectralConv1d(nn.Module):
+    """(B, in, N) -> (B, out, N): irfft(W * rfft(x)[:modes]). Weights are stored as real and
+    imaginary parts (weight_re, weight_im) so every optimizer treats them as real parameters."""
+
+    def __init__(self, in_channels, out_channels, modes):
+        super().__init__()
+        self.in_channels, self.out_channels, self.modes = in_channels, out_channels, modes
+        scale = 1 / (in_channels * out_channels)
+        self.weight_re = nn.Parameter(scale * rtx.rand(in_channels, out_channels, modes))
+        self.weight_im = nn.Parameter(scale * rtx.rand(in_channels, out_channels, modes))
+
+    def forward(self, x):
+        n = x.shape[-1]
+        if self.modes > n // 2 + 1:
+            raise ValueError(f"SpectralConv1d keeps {self.modes} modes but a grid of {n} points has {n // 2 + 1}")
+        x_ft = rtx.fft.rfft(x)[..., :self.modes]
+        out = rtx.einsum("bix,iox->box", x_ft, _complex(self.weight_re, self.weight_im))
+        return rtx.fft.irfft(out, n=n)  # irfft zero-fills the modes above `modes`
+
+
+class SpectralConv2d(nn.Module):
+    """(B, in, H, W) -> (B, out, H, W) keeping modes1 x modes2 of the lowest frequencies (both signs
+    of the first axis, as the rfft2 half-plane requires)."""
+
+    def __init__(self, in_channels, out_channels, modes1, modes2):
+        super().__init__()
+        self.modes1, self.modes2, self.out_channels = modes1, modes2, out_channels
+        scale = 1 / (in_channels * out_channels)
+        shape = (2, in_channels, out_channels, modes1, modes2)  # [low rows, high rows]
+        self.weight_re = nn.Parameter(scale * rtx.rand(*shape))
+        self.weight_im = nn.Parameter(scale * rtx.rand(*shape))
+
+    def forward(self, x):
+        h, w = x.shape[-2], x.shape[-1]
+        m1, m2 = self.modes1, self.modes2
+        if 2 * m1 > h or m2 > w // 2 + 1:
+            raise ValueError(f"SpectralConv2d modes ({m1}, {m2}) do not fit a {h}x{w} grid")
+        x_ft = rtx.fft.rfft2(x)
+        wt = _complex(self.weight_re, self.weight_im)
+        low = rtx.einsum("bixy,ioxy->boxy", x_ft[:, :, :m1, :m2], wt[0])
+        high = rtx.einsum("bixy,ioxy->boxy", x_ft[:, :, h - m1:, :m2], wt[1])
+        zeros = rtx.zeros(x.shape[0], self.out_channels, h - 2 * m1, m2, dtype=low.dtype)
+        cols = rtx.cat([low, zeros, high], dim=2)
+        pad = rtx.zeros(x.shape[0], self.out_channels, h, w // 2 + 1 - m2, dtype=low.dtype)
+        return rtx.fft.irfft2(rtx.cat([cols, pad], dim=3), s=(h, w))
+
+
+class FNO1d(nn.Module):
+    """Input (B, N, in_channels) sampled on a uniform grid of [0, 1] (the grid coordinate is appended
+    as an extra channel); output (B, N, out_channels). Lift, `layers` x (spectral conv + 1x1 conv,
+    GELU), project: Li et al.'s architecture."""
+
+    def __init__(self, modes=16, width=64, in_channels=1, out_channels=1, layers=4, hidden=128):
+        super().__init__()
+        self.lift = nn.Linear(in_channels + 1, width)
+        self.spectral = nn.ModuleList([SpectralConv1d(width, width, modes) for _ in range(layers)])
+        self.pointwise = nn.ModuleList([nn.Conv1d(width, width, 1) for _ in range(layers)])
+        self.proj1, self.proj2 = nn.Linear(width, hidden), nn.Linear(hidden, out_channels)
+
+    def forward(self, x):
+        b, n = x.shape[0], x.shape[1]
+        grid = rtx.linspace(0, 1, n, dtype=x.dtype).reshape(1, n, 1).expand(b, n, 1)
+        h = self.lift(rtx.cat([x, grid], dim=-1)).permute(0, 2, 1)
+        for i, (sc, pw) in enumerate(zip(self.spectral, self.pointwise)):
+            h = sc(h) + pw(h)
+            if i < len(self.spectral) - 1:
+                h = F.gelu(h)
+        return self.proj2(F.gelu(self.proj1(h.permute(0, 2, 1))))
+
+
+class FNO2d(nn.Module):
+    """Input (B, H, W, in_channels) on [0, 1]^2 (both coordinates appended); output (B, H, W, out)."""
+
+    def __init__(self, modes1=12, modes2=12, width=32, in_channels=1, out_channels=1, layers=4, hidden=128):
+        super().__init__()
+        self.lift = nn.Linear(in_channels + 2, width)
+        self.spectral = nn.ModuleList([SpectralConv2d(width, width, modes1, modes2) for _ in range(layers)])
+        self.pointwise = nn.ModuleList([nn.Conv2d(width, width, 1) for _ in range(layers)])
+        self.proj1, self.proj2 = nn.Linear(width, hidden), nn.Linear(hidden, out_channels)
+
+    def forward(self, x):
+        b, h, w = x.shape[:3]
+        gx = rtx.linspace(0, 1, h, dtype=x.dtype).reshape(1, h, 1, 1).expand(b, h, w, 1)
+        gy = rtx.linspace(0, 1, w, dtype=x.dtype).reshape(1, 1, w, 1).expand(b, h, w, 1)
+        z = self.lift(rtx.cat([x, gx, gy], dim=-1)).permute(0, 3, 1, 2)
+        for i, (sc, pw) in enumerate(zip(self.spectral, self.pointwise)):
+            z = sc(z) + pw(z)
+            if i < len(self.spectral) - 1:
+                z = F.gelu(z)
+        return self.proj2(F.gelu(self.proj1(z.permute(0, 2, 3, 1))))
+
+
+def relative_l2(pred, target):
+    """Mean over the batch of ||pred - target|| / ||target|| (the FNO paper's metric and loss)."""
+    b = pred.shape[0]
+    diff = (pred - target).reshape(b, -1)
+    ref = target.reshape(b, -1)
+    return ((diff ** 2).sum(1).sqrt() / (ref ** 2).sum(1).sqrt()).mean()
+
+
