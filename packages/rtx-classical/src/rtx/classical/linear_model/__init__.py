@@ -1,0 +1,7 @@
+"""Linear models, mirroring sklearn.linear_model."""
+from rtx.classical.linear_model._base import LinearRegression
+from rtx.classical.linear_model._coordinate_descent import ElasticNet, Lasso
+from rtx.classical.linear_model._logistic import LogisticRegression
+from rtx.classical.linear_model._ridge import Ridge
+
+__all__ = ["ElasticNet", "Lasso", "LinearRegression", "LogisticRegression", "Ridge"]
