@@ -10,6 +10,7 @@ MODULES = [
     'rtx.config',
     'rtx.data',
     'rtx.demo',
+    'rtx.diffuse',
     'rtx.distributed',
     'rtx.distributions',
     'rtx.edge',
