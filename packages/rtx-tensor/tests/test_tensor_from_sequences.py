@@ -110,3 +110,12 @@ def test_copy_not_view():
 def test_refused_like_pytorch(data, exc, match):
     with pytest.raises(exc, match=match):
         rtx.tensor(data)
+
+
+def test_python_scalar_with_explicit_dtype_is_not_rounded_through_float32():
+    # 0.7 and 1 - 2**-53 are not float32 values: an intermediate float32 would change them.
+    for v in (0.7, 0.9999999999999999, 1e-310):
+        assert rtx.tensor(v, dtype=rtx.float64).item() == v
+        assert rtx.as_tensor(v, dtype=rtx.float64).item() == v
+    assert rtx.tensor(2**62 + 1, dtype=rtx.int64).item() == 2**62 + 1
+    assert rtx.tensor(0.7, dtype=rtx.float32).item() == float(np.float32(0.7))

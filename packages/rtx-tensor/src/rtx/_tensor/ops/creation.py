@@ -226,8 +226,9 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=Fal
         except ValueError:
             arr = _from_sequence(data, dtype)
     elif isinstance(data, (bool, int, float, complex, np.generic)):
-        inferred = _infer_dtype(data)
-        arr = np.asarray(data, dtype=inferred)
+        # An explicit dtype converts the exact Python value once: inferring the default float32
+        # first would round 0.7 or 1 - 2**-53 before the float64 cast.
+        arr = np.asarray(data, dtype=_infer_dtype(data) if dtype is None else _as_np_dtype(dtype))
     elif _array_like(data) and not isinstance(data, (str, bytes)):
         arr = np.array(data, copy=True)
         if arr.dtype.kind not in "biufc":
