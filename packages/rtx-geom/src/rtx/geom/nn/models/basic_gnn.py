@@ -1,0 +1,94 @@
+"""GCN, GraphSAGE, GIN, GAT: stacks of one convolution with activation, norm and dropout between
+(PyG's torch_geometric.nn.models.basic_gnn; same arguments and state_dict keys)."""
+import rtx.nn as nn
+import rtx.nn.functional as F
+
+from ..conv import GATConv, GATv2Conv, GCNConv, GINConv, SAGEConv
+from ..mlp import MLP, activation, normalization
+
+
+class BasicGNN(nn.Module):
+    supports_edge_weight = False
+    supports_edge_attr = False
+
+    def __init__(self, in_channels, hidden_channels, num_layers, out_channels=None, dropout=0.0, act="relu",
+                 act_first=False, act_kwargs=None, norm=None, norm_kwargs=None, jk=None, **kwargs):
+        super().__init__()
+        if jk is not None:
+            raise NotImplementedError("rtx.geom models support jk=None only (jumping knowledge is not built yet)")
+        self.in_channels, self.hidden_channels, self.num_layers = in_channels, hidden_channels, num_layers
+        self.dropout_p, self.act, self.act_first, self.norm, self.norm_kwargs = dropout, activation(act), act_first, \
+            norm, norm_kwargs
+        self.out_channels = out_channels if out_channels is not None else hidden_channels
+        self.convs = nn.ModuleList()
+        dims = [in_channels] + [hidden_channels] * (num_layers - 1) + [self.out_channels]
+        for k in range(num_layers):
+            self._is_conv_to_out = k == num_layers - 1 and out_channels is not None
+            self.convs.append(self.init_conv(dims[k], dims[k + 1], **kwargs))
+        self.norms = nn.ModuleList([normalization(norm, hidden_channels, norm_kwargs)
+                                    for _ in range(num_layers - 1)])
+
+    def init_conv(self, in_channels, out_channels, **kwargs):
+        raise NotImplementedError
+
+    def reset_parameters(self):
+        for m in list(self.convs) + list(self.norms):
+            if hasattr(m, "reset_parameters"):
+                m.reset_parameters()
+
+    def forward(self, x, edge_index, edge_weight=None, edge_attr=None, batch=None, batch_size=None):
+        for k, conv in enumerate(self.convs):
+            kw = {}
+            if self.supports_edge_weight and edge_weight is not None:
+                kw["edge_weight"] = edge_weight
+            if self.supports_edge_attr and edge_attr is not None:
+                kw["edge_attr"] = edge_attr
+            x = conv(x, edge_index, **kw)
+            if k < self.num_layers - 1:
+                if self.act is not None and self.act_first:
+                    x = self.act(x)
+                x = self.norms[k](x)
+                if self.act is not None and not self.act_first:
+                    x = self.act(x)
+                x = F.dropout(x, p=self.dropout_p, training=self.training)
+        return x
+
+    def __repr__(self):
+        return f"{type(self).__name__}({self.in_channels}, {self.out_channels}, num_layers={self.num_layers})"
+
+
+class GCN(BasicGNN):
+    supports_edge_weight = True
+
+    def init_conv(self, in_channels, out_channels, **kwargs):
+        return GCNConv(in_channels, out_channels, **kwargs)
+
+
+class GraphSAGE(BasicGNN):
+    def init_conv(self, in_channels, out_channels, **kwargs):
+        return SAGEConv(in_channels, out_channels, **kwargs)
+
+
+class GIN(BasicGNN):
+    def init_conv(self, in_channels, out_channels, **kwargs):
+        mlp = MLP([in_channels, out_channels, out_channels], act=self.act, act_first=self.act_first,
+                  norm=self.norm, norm_kwargs=self.norm_kwargs)
+        return GINConv(mlp, **kwargs)
+
+
+class GAT(BasicGNN):
+    supports_edge_attr = True
+
+    def init_conv(self, in_channels, out_channels, **kwargs):
+        v2 = kwargs.pop("v2", False)
+        heads = kwargs.pop("heads", 1)
+        concat = kwargs.pop("concat", True)
+        if getattr(self, "_is_conv_to_out", False):
+            concat = False
+        if concat and out_channels % heads != 0:
+            raise ValueError(f"Ensure that the number of output channels of 'GATConv' (got '{out_channels}') is "
+                             f"divisible by the number of heads (got '{heads}')")
+        if concat:
+            out_channels = out_channels // heads
+        conv = GATv2Conv if v2 else GATConv
+        return conv(in_channels, out_channels, heads=heads, concat=concat, dropout=self.dropout_p, **kwargs)
