@@ -19,6 +19,7 @@ MODULES = [
     'rtx.nn',
     'rtx.optim',
     'rtx.preprocessing',
+    'rtx.rl',
     'rtx.runtime',
     'rtx._tensor',
     'rtx.transformers',

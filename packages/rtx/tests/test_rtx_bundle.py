@@ -29,6 +29,7 @@ MODULES = [
     'rtx.onnx',
     'rtx.optim',
     'rtx.preprocessing',
+    'rtx.rl',
     'rtx.runtime',
     'rtx.science',
     'rtx.serving_api',
