@@ -2,6 +2,7 @@
 thread), and the references the answers are checked against (the eager rtx model, onnxruntime)."""
 from __future__ import annotations
 
+import ml_dtypes
 import numpy as np
 import pytest
 
@@ -10,10 +11,60 @@ import rtx.onnx
 from rtx.demo.model import DigitsCNN
 from rtx.hub import Registry
 from rtx.serving_api import create_app
-from rtx.serving_api.models import load_version
+from rtx.serving_api.models import ServedModel, load_version
+from rtx.serving_api.protocol import Signature
 from rtx.serving_api.testing import ServerThread
 
 X = np.random.default_rng(0).random((5, 1, 8, 8), dtype=np.float32)
+
+# Every datatype of the protocol, with the NumPy dtype tritonclient uses for it.
+DTYPES = {"BOOL": np.bool_, "UINT8": np.uint8, "UINT16": np.uint16, "UINT32": np.uint32, "UINT64": np.uint64,
+          "INT8": np.int8, "INT16": np.int16, "INT32": np.int32, "INT64": np.int64, "FP16": np.float16,
+          "FP32": np.float32, "FP64": np.float64, "BF16": ml_dtypes.bfloat16, "BYTES": np.object_}
+
+
+class _Arg:
+    def __init__(self, name, dtype, shape):
+        self.name, self.dtype, self.shape = name, np.dtype(dtype), shape
+
+
+class Reverse:
+    """A session (onnxruntime's API) whose output out_<DT> is input in_<DT> reversed along its last
+    axis: each answer depends on every element the server decoded, in order."""
+
+    def get_inputs(self):
+        return [_Arg(f"in_{d}", t, [-1, -1]) for d, t in DTYPES.items()]
+
+    def get_outputs(self):
+        return [_Arg(f"out_{d}", t, [-1, -1]) for d, t in DTYPES.items()]
+
+    def run(self, names, feed):
+        return [feed[f"in_{d}"][..., ::-1].copy() for d in DTYPES]
+
+
+def reverse_loader(mv, batching):
+    if mv.name != "reverse":
+        return load_version(mv, batching)
+    sig = Signature.from_dict({"inputs": [{"name": f"in_{d}", "datatype": d, "shape": [-1, -1]} for d in DTYPES],
+                               "outputs": [{"name": f"out_{d}", "datatype": d, "shape": [-1, -1]} for d in DTYPES]})
+    return ServedModel(mv.name, mv.version, mv.stage, mv.sha256, signature=sig, session=Reverse())
+
+
+def sample(datatype, shape=(2, 3), seed=0):
+    rng = np.random.default_rng(seed)
+    n = int(np.prod(shape))
+    if datatype == "BOOL":
+        return rng.random(shape) < 0.5
+    if datatype == "BYTES":
+        words = [b"", b"a", "\u00e9t\u00e9".encode(), b"\x00\xff", b"rtx" * 40, b"z"]
+        return np.array([words[i % len(words)] for i in range(n)], dtype=object).reshape(shape)
+    dt = np.dtype(DTYPES[datatype])
+    if dt.kind in "iu":
+        info = np.iinfo(dt)
+        return rng.integers(info.min, info.max, size=shape, dtype=dt, endpoint=True)  # the extremes included
+    return (rng.standard_normal(shape) * 100).astype(dt)
+
+
 
 
 def digits_model(seed: int):
@@ -124,4 +175,5 @@ def h():
     """The helpers above, for test modules (which cannot import conftest under --import-mode=importlib)."""
     import types
     return types.SimpleNamespace(X=X, eager=eager, v2_body=v2_body, slow_loader=slow_loader,
-                                 digits_model=digits_model, add_model_onnx=add_model_onnx)
+                                 digits_model=digits_model, add_model_onnx=add_model_onnx, DTYPES=DTYPES,
+                                 sample=sample, reverse_loader=reverse_loader)

@@ -4,7 +4,6 @@ import json
 import struct
 
 import httpx
-import ml_dtypes
 import numpy as np
 import onnxruntime as ort
 import pytest
@@ -12,56 +11,7 @@ import tritonclient.http as th
 
 from rtx.hub import Registry
 from rtx.serving_api import ServeConfig, create_app
-from rtx.serving_api.models import ServedModel, load_version
-from rtx.serving_api.protocol import Signature
 from rtx.serving_api.testing import ServerThread
-
-# Every datatype of the protocol, with the NumPy dtype tritonclient uses for it.
-DTYPES = {"BOOL": np.bool_, "UINT8": np.uint8, "UINT16": np.uint16, "UINT32": np.uint32, "UINT64": np.uint64,
-          "INT8": np.int8, "INT16": np.int16, "INT32": np.int32, "INT64": np.int64, "FP16": np.float16,
-          "FP32": np.float32, "FP64": np.float64, "BF16": ml_dtypes.bfloat16, "BYTES": np.object_}
-
-
-class _Arg:
-    def __init__(self, name, dtype, shape):
-        self.name, self.dtype, self.shape = name, np.dtype(dtype), shape
-
-
-class Reverse:
-    """A session (onnxruntime's API) whose output out_<DT> is input in_<DT> reversed along its last
-    axis: each answer depends on every element the server decoded, in order."""
-
-    def get_inputs(self):
-        return [_Arg(f"in_{d}", t, [-1, -1]) for d, t in DTYPES.items()]
-
-    def get_outputs(self):
-        return [_Arg(f"out_{d}", t, [-1, -1]) for d, t in DTYPES.items()]
-
-    def run(self, names, feed):
-        return [feed[f"in_{d}"][..., ::-1].copy() for d in DTYPES]
-
-
-def reverse_loader(mv, batching):
-    if mv.name != "reverse":
-        return load_version(mv, batching)
-    sig = Signature.from_dict({"inputs": [{"name": f"in_{d}", "datatype": d, "shape": [-1, -1]} for d in DTYPES],
-                               "outputs": [{"name": f"out_{d}", "datatype": d, "shape": [-1, -1]} for d in DTYPES]})
-    return ServedModel(mv.name, mv.version, mv.stage, mv.sha256, signature=sig, session=Reverse())
-
-
-def sample(datatype, shape=(2, 3), seed=0):
-    rng = np.random.default_rng(seed)
-    n = int(np.prod(shape))
-    if datatype == "BOOL":
-        return rng.random(shape) < 0.5
-    if datatype == "BYTES":
-        words = [b"", b"a", "\u00e9t\u00e9".encode(), b"\x00\xff", b"rtx" * 40, b"z"]
-        return np.array([words[i % len(words)] for i in range(n)], dtype=object).reshape(shape)
-    dt = np.dtype(DTYPES[datatype])
-    if dt.kind in "iu":
-        info = np.iinfo(dt)
-        return rng.integers(info.min, info.max, size=shape, dtype=dt, endpoint=True)  # the extremes included
-    return (rng.standard_normal(shape) * 100).astype(dt)
 
 
 @pytest.fixture(scope="module")
@@ -71,7 +21,7 @@ def reverse_server(tmp_path_factory, h):
     # the artifact is only a placeholder: reverse_loader builds the model; the other entries are real
     reg.register(h.add_model_onnx(root / "add.onnx"), "reverse", "1.0.0", stage="production")
     reg.register(h.add_model_onnx(root / "add2.onnx"), "add", "1.0.0", stage="production")
-    with ServerThread(create_app(ServeConfig(max_body_bytes=1 << 20), registry=reg, loader=reverse_loader)) as url:
+    with ServerThread(create_app(ServeConfig(max_body_bytes=1 << 20), registry=reg, loader=h.reverse_loader)) as url:
         yield url
 
 
@@ -120,11 +70,11 @@ def test_json_and_binary_mixed_in_one_request(server, h, onnx_path):
 
 
 @pytest.mark.parametrize("binary", [True, False])
-def test_every_datatype_round_trips(reverse_server, binary):
+def test_every_datatype_round_trips(reverse_server, binary, h):
     c = triton(reverse_server)
     inputs, arrays = [], {}
-    for d in DTYPES:
-        x = sample(d, seed=len(d))
+    for d in h.DTYPES:
+        x = h.sample(d, seed=len(d))
         if d == "BYTES" and not binary:  # the JSON form of BYTES is text: no element that is not UTF-8
             x[x == b"\x00\xff"] = b"ok"
         arrays[d] = x
@@ -132,7 +82,7 @@ def test_every_datatype_round_trips(reverse_server, binary):
         # tritonclient can only send BF16 in binary (JSON has no bfloat16 numbers)
         i.set_data_from_numpy(x, binary_data=binary or d == "BF16")
         inputs.append(i)
-    outputs = [th.InferRequestedOutput(f"out_{d}", binary_data=binary) for d in DTYPES]
+    outputs = [th.InferRequestedOutput(f"out_{d}", binary_data=binary) for d in h.DTYPES]
     r = c.infer("reverse", inputs, outputs=outputs)
     for d, x in arrays.items():
         got = r.as_numpy(f"out_{d}")
@@ -140,7 +90,7 @@ def test_every_datatype_round_trips(reverse_server, binary):
         if d == "BYTES" and not binary:  # JSON strings come back as str
             got = np.vectorize(lambda s: s.encode() if isinstance(s, str) else s, otypes=[object])(got)
         np.testing.assert_array_equal(got, x[..., ::-1], err_msg=d)
-        assert got.dtype == np.dtype(DTYPES[d]), d
+        assert got.dtype == np.dtype(h.DTYPES[d]), d
 
 
 def binary_body(header: dict, *blobs: bytes):
@@ -218,10 +168,10 @@ def test_malformed_binary_body_gets_4xx(reverse_server, case):
 
 
 @pytest.mark.parametrize("case", sorted(REVERSE_MALFORMED))
-def test_malformed_bytes_and_bool_tensors_get_400(reverse_server, case):
+def test_malformed_bytes_and_bool_tensors_get_400(reverse_server, case, h):
     blob, status, needle = REVERSE_MALFORMED[case]
     datatype = "BOOL" if "BOOL" in case else "BYTES"
-    good = {d: sample(d, (1, 4)) for d in DTYPES}
+    good = {d: h.sample(d, (1, 4)) for d in h.DTYPES}
     from rtx.serving_api import tensors
     header = {"inputs": []}
     blobs = []

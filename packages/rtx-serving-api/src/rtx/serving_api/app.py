@@ -307,7 +307,9 @@ def create_app(config: ServeConfig | None = None, *, registry=None, loader=load_
                 for size, count in m.batch_sizes_since_last_look(stats.get("batch_sizes", {})).items():
                     for _ in range(count):
                         metrics.observe_batch(m.name, int(size))
-        body, media = metrics.exposition(request.headers.get("accept"))
+        from rtx.serving_api.workers import multiprocess_exposition
+        body, media = multiprocess_exposition(request.headers.get("accept")) or \
+            metrics.exposition(request.headers.get("accept"))
         return Response(body, headers={"Content-Type": media})
 
     async def openapi(request: Request):
@@ -366,12 +368,22 @@ def create_app(config: ServeConfig | None = None, *, registry=None, loader=load_
     async def lifespan(app):
         await manager.refresh(force=True)
         manager.start()
+        grpc_server = None
         try:
+            if config.grpc_port is not None:
+                from rtx.serving_api.grpc_server import start_grpc
+                grpc_server, app.state.grpc_port = await start_grpc(app.state, config.host, config.grpc_port)
+                log.info("gRPC (inference.GRPCInferenceService) on %s:%d", config.host, app.state.grpc_port)
             yield
         finally:
+            if grpc_server is not None:
+                # HTTP has drained (uvicorn runs the lifespan's end after its connections close);
+                # gRPC refuses new calls now and lets the running ones finish.
+                await grpc_server.stop(grace=config.shutdown_timeout_s)
             await manager.stop()
 
     app = Starlette(routes=routes, lifespan=lifespan,
                     exception_handlers={HTTPException: http_error, Exception: server_error})
     app.state.config, app.state.manager, app.state.metrics, app.state.gate = config, manager, metrics, gate
+    app.state.grpc_port = None
     return app

@@ -16,6 +16,8 @@ def serve_command(argv: list[str]) -> int:
     p.add_argument("--registry", help="the model registry folder (default: rtx.hub's)")
     p.add_argument("--host", help="address to bind (default 127.0.0.1)")
     p.add_argument("--port", type=int, help="TCP port (default 8000)")
+    p.add_argument("--grpc-port", type=int, help="also serve gRPC (inference.GRPCInferenceService) on this port")
+    p.add_argument("--workers", type=int, help="server processes sharing the port (default 1)")
     p.add_argument("--max-body-bytes", type=int, help="largest request body (default 8 MiB)")
     p.add_argument("--request-timeout-s", type=float, help="per-request time limit (default 30)")
     p.add_argument("--max-concurrency", type=int, help="requests in flight before 503 (default 256)")
@@ -27,5 +29,4 @@ def serve_command(argv: list[str]) -> int:
     except ValueError as e:
         print(f"rtx serve: {e}", file=sys.stderr)
         return 2
-    serve(config)
-    return 0
+    return serve(config)

@@ -47,6 +47,8 @@ class ServeConfig:
     """The server's settings. Sizes are bytes, times seconds unless the name says otherwise."""
     host: str = "127.0.0.1"
     port: int = 8000
+    grpc_port: Optional[int] = None        # the gRPC endpoint's port (inference.GRPCInferenceService); None: off
+    workers: int = 1                       # server processes sharing the port (SO_REUSEPORT)
     registry: Optional[Path] = None        # None: rtx.hub's default ($RTX_HOME/registry or ~/.rtx/registry)
     max_body_bytes: int = 8 * 1024 * 1024  # larger requests get 413
     request_timeout_s: float = 30.0        # slower requests get 504 (the computation is not interrupted)
@@ -62,15 +64,17 @@ class ServeConfig:
 
     def __post_init__(self):
         # Values that would make the server misbehave are refused here, whatever their source.
-        for name in ("max_body_bytes", "max_concurrency", "max_new_tokens"):
+        for name in ("max_body_bytes", "max_concurrency", "max_new_tokens", "workers"):
             if getattr(self, name) < 1:
                 raise ValueError(f"ServeConfig.{name} must be >= 1, got {getattr(self, name)}")
         for name in ("request_timeout_s", "poll_interval_s"):
             v = getattr(self, name)
             if not (v > 0 and math.isfinite(v)):
                 raise ValueError(f"ServeConfig.{name} must be a positive number of seconds, got {v}")
-        if not 0 <= self.port <= 65535:
-            raise ValueError(f"ServeConfig.port must be in 0..65535, got {self.port}")
+        for name in ("port", "grpc_port"):
+            v = getattr(self, name)
+            if v is not None and not 0 <= v <= 65535:
+                raise ValueError(f"ServeConfig.{name} must be in 0..65535, got {v}")
         if self.batching.max_batch_size < 1 or self.batching.max_wait_ms < 0:
             raise ValueError("ServeConfig.batching: max_batch_size must be >= 1 and max_wait_ms >= 0, got "
                              f"{self.batching.max_batch_size} and {self.batching.max_wait_ms}")

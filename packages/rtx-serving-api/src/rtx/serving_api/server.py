@@ -34,9 +34,21 @@ def _server_class():
     return Server
 
 
-def serve(config: ServeConfig | None = None, *, registry=None) -> None:
-    """Serve `registry` (or config.registry) until SIGTERM/SIGINT; blocks."""
-    config = ServeConfig() if config is None else config
+def run_one(config: ServeConfig, *, registry=None, sockets=None) -> None:
+    """One server process: uvicorn (and gRPC, from the app's lifespan) until SIGTERM/SIGINT."""
     logging.basicConfig(level=config.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     server = _server_class()(uvicorn_config(create_app(config, registry=registry), config))
-    server.run()
+    server.run(sockets=sockets)
+
+
+def serve(config: ServeConfig | None = None, *, registry=None) -> int:
+    """Serve `registry` (or config.registry) until SIGTERM/SIGINT; blocks. With config.workers > 1,
+    that many processes share the port (rtx.serving_api.workers). Returns the exit status."""
+    config = ServeConfig() if config is None else config
+    if config.workers > 1:
+        from rtx.serving_api.workers import serve_workers
+        logging.basicConfig(level=config.log_level.upper(),
+                            format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+        return serve_workers(config, registry=registry)
+    run_one(config, registry=registry)
+    return 0

@@ -1,0 +1,1 @@
+"""Generated gRPC code of the Open Inference Protocol (see inference.proto, tools/gen_grpc.sh)."""
