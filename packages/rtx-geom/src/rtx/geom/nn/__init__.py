@@ -1,6 +1,16 @@
 """Graph neural network layers with PyG's names (torch_geometric.nn)."""
-from .conv import (ChebConv, EdgeConv, GATConv, GATv2Conv, GCNConv, GINConv, GINEConv, GraphConv, SAGEConv,
-                   TransformerConv)
+from .conv import (
+                   ChebConv,
+                   EdgeConv,
+                   GATConv,
+                   GATv2Conv,
+                   GCNConv,
+                   GINConv,
+                   GINEConv,
+                   GraphConv,
+                   SAGEConv,
+                   TransformerConv,
+)
 from .linear import Linear
 from .message_passing import MessagePassing
 from .mlp import MLP

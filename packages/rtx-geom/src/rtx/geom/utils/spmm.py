@@ -7,7 +7,6 @@ row-wise dot for the weights, both in Tensor ops, so double backward works.
 """
 import numpy as np
 
-
 from rtx.extend import Primitive, Tensor, xp_of
 
 

@@ -1,6 +1,5 @@
 """GINConv and GINEConv (Xu et al.; Hu et al.): out = nn((1 + eps) x_i + sum_j m_ji)."""
 import rtx
-
 import rtx.nn.functional as F
 
 from ..linear import Linear
