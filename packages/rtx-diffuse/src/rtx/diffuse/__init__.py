@@ -1,2 +1,20 @@
-"""rtx diffuse: diffusers-shaped schedulers (DDPM, DDIM, Euler, Euler ancestral, DPM-Solver++), UNet2DModel/UNet2DConditionModel and pipelines."""
+"""rtx diffuse: diffusers-shaped schedulers (DDPM, DDIM, Euler, Euler ancestral, DPM-Solver++),
+UNet2DModel/UNet2DConditionModel and pipelines."""
+from rtx.diffuse.configuration import ConfigMixin, FrozenDict, register_to_config
+from rtx.diffuse.schedulers import (
+    DDIMScheduler,
+    DDPMScheduler,
+    DPMSolverMultistepScheduler,
+    EulerAncestralDiscreteScheduler,
+    EulerDiscreteScheduler,
+    SchedulerMixin,
+    SchedulerOutput,
+)
+from rtx.diffuse.utils import randn_tensor
+
 __version__ = "0.1.0"
+
+__all__ = [
+    "ConfigMixin", "DDIMScheduler", "DDPMScheduler", "DPMSolverMultistepScheduler", "EulerAncestralDiscreteScheduler",
+    "EulerDiscreteScheduler", "FrozenDict", "SchedulerMixin", "SchedulerOutput", "randn_tensor", "register_to_config",
+]
