@@ -8,7 +8,8 @@ __version__ = "0.1.0"
 
 import importlib
 
-SUBMODULES = ["linear_model", "cluster", "decomposition", "neighbors", "naive_bayes", "discriminant_analysis"]
+SUBMODULES = ["linear_model", "cluster", "decomposition", "neighbors", "naive_bayes", "discriminant_analysis",
+              "neural"]
 
 _SW_RANDOM = ("sample_weight is not equivalent to removing/repeating samples: the random initialisation draws "
               "differ (scikit-learn declares the same for its KMeans and MiniBatchKMeans)")
