@@ -5,6 +5,7 @@ import pytest
 
 MODULES = [
     'rtx.autograd',
+    'rtx.cfd',
     'rtx.classical',
     'rtx.compress',
     'rtx.config',
