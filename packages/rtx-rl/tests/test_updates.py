@@ -114,7 +114,10 @@ def _replay_batch(model, seed, batch):
     b = np.random.randint(0, model.replay_buffer.size(), size=batch)
     e = np.random.randint(0, 1, size=batch)
     rb = model.replay_buffer
-    cast = (lambda x: x.astype(np.float64))
+
+    def cast(x):
+        return x.astype(np.float64)
+
     return dict(obs=cast(rb.observations[b, e]), next_obs=cast(rb.next_observations[b, e]),
                 act=rb.actions[b, e], rew=cast(rb.rewards[b, e]),
                 done=cast(rb.dones[b, e] * (1 - rb.timeouts[b, e])))

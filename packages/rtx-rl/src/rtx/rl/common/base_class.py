@@ -255,11 +255,11 @@ class BaseAlgorithm:
         tensors, opt_groups = {}, {}
         for name in self._modules:
             for k, v in self._module(name).state_dict().items():
-                tensors[f"{name}/{k}"] = np.ascontiguousarray(v.detach().cpu().numpy())
+                tensors[f"{name}/{k}"] = np.array(v.detach().cpu().numpy(), order="C")
         for name in self._optimizers:
             opt_groups[name] = save_util.optimizer_to_tensors(f"opt:{name}", self._module(name), tensors)
         for k, v in self._extra_tensors().items():
-            tensors[k] = np.ascontiguousarray(v.detach().cpu().numpy())
+            tensors[k] = np.array(v.detach().cpu().numpy(), order="C")
         vn = self._vec_normalize_env.get_state() if self._vec_normalize_env is not None else self._vec_normalize_state
         data = {
             "format": save_util.FORMAT, "algo": type(self).__name__, "policy": self.policy_name,

@@ -42,7 +42,7 @@ def flatten_state(prefix: str, state: dict, tensors: dict) -> None:
         if isinstance(value, dict):
             flatten_state(name, value, tensors)
         elif isinstance(value, rtx.Tensor):
-            tensors[name] = np.ascontiguousarray(value.detach().cpu().numpy())
+            tensors[name] = np.array(value.detach().cpu().numpy(), order="C")  # ascontiguousarray makes 0-d 1-d
         else:
             tensors[name] = np.asarray(value)
 
