@@ -1,6 +1,7 @@
 """rtx diffuse: diffusers-shaped schedulers (DDPM, DDIM, Euler, Euler ancestral, DPM-Solver++),
 UNet2DModel/UNet2DConditionModel and pipelines."""
 from rtx.diffuse.configuration import ConfigMixin, FrozenDict, register_to_config
+from rtx.diffuse.models import ModelMixin, UNet2DConditionModel, UNet2DModel
 from rtx.diffuse.schedulers import (
     DDIMScheduler,
     DDPMScheduler,
@@ -16,5 +17,5 @@ __version__ = "0.1.0"
 
 __all__ = [
     "ConfigMixin", "DDIMScheduler", "DDPMScheduler", "DPMSolverMultistepScheduler", "EulerAncestralDiscreteScheduler",
-    "EulerDiscreteScheduler", "FrozenDict", "SchedulerMixin", "SchedulerOutput", "randn_tensor", "register_to_config",
+    "EulerDiscreteScheduler", "FrozenDict", "ModelMixin", "UNet2DConditionModel", "UNet2DModel", "SchedulerMixin", "SchedulerOutput", "randn_tensor", "register_to_config",
 ]
