@@ -1,0 +1,83 @@
+#!/usr/bin/env python3
+"""RL benchmark (issue 15: rtx-rl): wall-clock of the same algorithm, hyper-parameters (RL Baselines3
+Zoo's, rtx.rl.zoo) and timesteps in rtx.rl and in Stable-Baselines3 on torch CPU, side by side.
+
+    .venv/bin/python tools/bench/rl.py [--cases ppo,dqn,sac] [--threads 1] \\
+        [--sb3-python /work/venvs/sb3/bin/python]
+
+Cases: PPO CartPole-v1 100k steps, DQN CartPole-v1 100k, SAC Pendulum-v1 20k. Both sides run with
+one BLAS/intra-op thread (small networks: waking threads costs more than it saves) and seed 0.
+SB3 runs in its own interpreter when --sb3-python (or $RTX_BENCH_SB3_PYTHON) names one with
+stable-baselines3 installed (python3 -m venv /work/venvs/sb3; pip install torch==2.13.0
+stable-baselines3==2.9.*); the ratio column is rtx / SB3 (below 1: rtx is faster).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+CASES = {"ppo": ("CartPole-v1", 100_000), "dqn": ("CartPole-v1", 100_000), "sac": ("Pendulum-v1", 20_000)}
+
+# Run by both sides: `lib` is rtx.rl or stable_baselines3; hyper-parameters are the zoo's.
+RUNNER = r'''
+import json, sys, time
+import numpy as np
+lib, algo, env_id, steps, threads = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
+if lib == "sb3":
+    import torch
+    torch.set_num_threads(threads)
+    import stable_baselines3 as L
+    from stable_baselines3.common.env_util import make_vec_env
+    from stable_baselines3.common.utils import get_linear_fn
+    lin = lambda v: get_linear_fn(v, 0.0, 1.0)
+else:
+    import rtx
+    rtx.set_num_threads(threads)
+    import rtx.rl as L
+    from rtx.rl import make_vec_env
+    from rtx.rl.common.utils import linear_schedule as lin
+ZOO = {
+    "ppo": dict(n_envs=8, kw=dict(n_steps=32, batch_size=256, gae_lambda=0.8, gamma=0.98, n_epochs=20, ent_coef=0.0,
+                                  learning_rate=lin(1e-3), clip_range=lin(0.2))),
+    "dqn": dict(n_envs=1, kw=dict(learning_rate=2.3e-3, batch_size=64, buffer_size=100_000, learning_starts=1000,
+                                  gamma=0.99, target_update_interval=10, train_freq=256, gradient_steps=128,
+                                  exploration_fraction=0.16, exploration_final_eps=0.04,
+                                  policy_kwargs=dict(net_arch=[256, 256]))),
+    "sac": dict(n_envs=1, kw=dict(learning_rate=1e-3)),
+}[algo]
+cls = {"ppo": L.PPO, "dqn": L.DQN, "sac": L.SAC}[algo]
+model = cls("MlpPolicy", make_vec_env(env_id, n_envs=ZOO["n_envs"], seed=0), seed=0, device="cpu", **ZOO["kw"])
+t = time.perf_counter()
+model.learn(steps)
+print(json.dumps({"seconds": time.perf_counter() - t}))
+'''
+
+
+def run(python, lib, algo, env_id, steps, threads):
+    out = subprocess.run([python, "-c", RUNNER, lib, algo, env_id, str(steps), str(threads)],
+                         capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])["seconds"]
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--cases", default="ppo,dqn,sac")
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--sb3-python", default=os.environ.get("RTX_BENCH_SB3_PYTHON"))
+    args = p.parse_args(argv)
+    print(f"{'case':<28} {'rtx s':>8} {'SB3 s':>8} {'rtx/SB3':>8}")
+    for algo in args.cases.split(","):
+        env_id, steps = CASES[algo]
+        rtx_s = run(sys.executable, "rtx", algo, env_id, steps, args.threads)
+        sb3_s = run(args.sb3_python, "sb3", algo, env_id, steps, args.threads) if args.sb3_python else None
+        ratio = f"{rtx_s / sb3_s:8.2f}" if sb3_s else f"{'-':>8}"
+        sb3 = f"{sb3_s:8.1f}" if sb3_s else f"{'-':>8}"
+        print(f"{algo.upper() + ' ' + env_id + ' ' + str(steps // 1000) + 'k':<28} {rtx_s:8.1f} {sb3} {ratio}",
+              flush=True)
+
+
+if __name__ == "__main__":
+    main()
