@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import logging
 import time
@@ -102,6 +103,14 @@ def create_app(config: ServeConfig | None = None, *, registry=None, loader=load_
     if registry is None or isinstance(registry, (str, Path)):
         from rtx.hub import Registry
         registry = Registry(registry if registry is not None else config.registry)
+    if loader is load_version:
+        from rtx.serving_api.backends import choose
+        choose(config.backend)  # refuse --backend onnxruntime without onnxruntime at once, not per model
+        loader = functools.partial(load_version, backend=config.backend)
+    tokens = None
+    if config.auth_token_file is not None:
+        from rtx.serving_api.auth import read_tokens
+        tokens = read_tokens(config.auth_token_file)  # read once: a missing file stops the start, not a request
     metrics = ServingMetrics()
     manager = ModelManager(registry, config, metrics, loader)
     gate = ConcurrencyGate(config.max_concurrency, config.retry_after_s)
@@ -236,7 +245,7 @@ def create_app(config: ServeConfig | None = None, *, registry=None, loader=load_
         m = manager.resolve(name, version or entry.default)
         m.release()
         doc = {"name": name, "versions": entry.available(), "platform": "rtx", "default_version": entry.default,
-               "version": m.version, "stage": m.stage, "kind": m.kind}
+               "version": m.version, "stage": m.stage, "kind": m.kind, "backend": m.backend}
         if entry.split is not None:
             doc["split"] = entry.split.weights
         if m.signature is not None:
@@ -372,7 +381,8 @@ def create_app(config: ServeConfig | None = None, *, registry=None, loader=load_
         try:
             if config.grpc_port is not None:
                 from rtx.serving_api.grpc_server import start_grpc
-                grpc_server, app.state.grpc_port = await start_grpc(app.state, config.host, config.grpc_port)
+                grpc_server, app.state.grpc_port = await start_grpc(app.state, config.host, config.grpc_port,
+                                                                    tokens=tokens)
                 log.info("gRPC (inference.GRPCInferenceService) on %s:%d", config.host, app.state.grpc_port)
             yield
         finally:
@@ -382,7 +392,13 @@ def create_app(config: ServeConfig | None = None, *, registry=None, loader=load_
                 await grpc_server.stop(grace=config.shutdown_timeout_s)
             await manager.stop()
 
-    app = Starlette(routes=routes, lifespan=lifespan,
+    middleware = []
+    if tokens is not None:
+        from starlette.middleware import Middleware
+
+        from rtx.serving_api.auth import BearerAuth
+        middleware.append(Middleware(BearerAuth, tokens=tokens))
+    app = Starlette(routes=routes, lifespan=lifespan, middleware=middleware,
                     exception_handlers={HTTPException: http_error, Exception: server_error})
     app.state.config, app.state.manager, app.state.metrics, app.state.gate = config, manager, metrics, gate
     app.state.grpc_port = None

@@ -48,6 +48,7 @@ class ServeConfig:
     host: str = "127.0.0.1"
     port: int = 8000
     grpc_port: Optional[int] = None        # the gRPC endpoint's port (inference.GRPCInferenceService); None: off
+    backend: str = "auto"                  # what runs ONNX artifacts: auto (onnxruntime if installed), onnxruntime, rtx
     workers: int = 1                       # server processes sharing the port (SO_REUSEPORT)
     registry: Optional[Path] = None        # None: rtx.hub's default ($RTX_HOME/registry or ~/.rtx/registry)
     max_body_bytes: int = 8 * 1024 * 1024  # larger requests get 413
@@ -59,6 +60,9 @@ class ServeConfig:
     shutdown_timeout_s: float = 30.0       # SIGTERM waits this long for in-flight requests
     max_new_tokens: int = 1024             # the most tokens one :generate request may ask for
     log_level: str = "info"
+    auth_token_file: Optional[Path] = None  # accepted bearer tokens, one a line; None: no authentication
+    ssl_certfile: Optional[Path] = None     # TLS for HTTP and gRPC: the certificate chain (PEM)...
+    ssl_keyfile: Optional[Path] = None      # ...and its private key (PEM); both or neither
     batching: BatchingConfig = field(default_factory=BatchingConfig)
     routes: list[RouteConfig] = field(default_factory=list)
 
@@ -67,6 +71,11 @@ class ServeConfig:
         for name in ("max_body_bytes", "max_concurrency", "max_new_tokens", "workers"):
             if getattr(self, name) < 1:
                 raise ValueError(f"ServeConfig.{name} must be >= 1, got {getattr(self, name)}")
+        if (self.ssl_certfile is None) != (self.ssl_keyfile is None):
+            raise ValueError("ServeConfig: TLS needs both ssl_certfile and ssl_keyfile, got only one")
+        from rtx.serving_api.backends import BACKENDS
+        if self.backend not in BACKENDS:
+            raise ValueError(f"ServeConfig.backend must be one of {', '.join(BACKENDS)}, got {self.backend!r}")
         for name in ("request_timeout_s", "poll_interval_s"):
             v = getattr(self, name)
             if not (v > 0 and math.isfinite(v)):

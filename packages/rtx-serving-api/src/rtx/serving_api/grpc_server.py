@@ -304,12 +304,22 @@ class Servicer(pb_grpc.GRPCInferenceServiceServicer):
         return pb.ModelStreamInferResponse(infer_response=r)
 
 
-async def start_grpc(state, host: str, port: int, *, credentials=None):
-    """Start the gRPC server on host:port (0: a free port) in the running loop; returns (server, port)."""
-    limit = state.config.max_body_bytes
-    options = [("grpc.max_receive_message_length", limit), ("grpc.max_send_message_length", -1),
+async def start_grpc(state, host: str, port: int, *, tokens=None):
+    """Start the gRPC server on host:port (0: a free port) in the running loop, with TLS when the
+    config names a certificate and bearer tokens when given; returns (server, port)."""
+    config = state.config
+    options = [("grpc.max_receive_message_length", config.max_body_bytes), ("grpc.max_send_message_length", -1),
                ("grpc.so_reuseport", 1)]  # --workers: every worker listens on the same port
-    server = grpc.aio.server(options=options, maximum_concurrent_rpcs=None)
+    interceptors = []
+    if tokens is not None:
+        from rtx.serving_api.auth import GrpcBearerAuth
+        interceptors.append(GrpcBearerAuth(tokens))
+    credentials = None
+    if config.ssl_certfile is not None:
+        from pathlib import Path
+        credentials = grpc.ssl_server_credentials([(Path(config.ssl_keyfile).read_bytes(),
+                                                    Path(config.ssl_certfile).read_bytes())])
+    server = grpc.aio.server(options=options, interceptors=interceptors)
     pb_grpc.add_GRPCInferenceServiceServicer_to_server(Servicer(state), server)
     address = f"{host}:{port}"
     bound = server.add_secure_port(address, credentials) if credentials else server.add_insecure_port(address)

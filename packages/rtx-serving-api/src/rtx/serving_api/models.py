@@ -23,11 +23,13 @@ class ServedModel:
     TextGenerator) answers :generate. `signature` is what clients see (rtx.hub's)."""
 
     def __init__(self, name: str, version: str, stage: str, sha256: str, *, signature: Signature | None,
-                 session=None, batcher=None, generator=None, load_seconds: float = 0.0, metadata=None):
+                 session=None, batcher=None, generator=None, load_seconds: float = 0.0, metadata=None,
+                 backend: str = "rtx"):
         self.name, self.version, self.stage, self.sha256 = name, version, stage, sha256
         self.signature = signature
         self.session, self.batcher, self.generator = session, batcher, generator
         self.load_seconds = load_seconds
+        self.backend = backend  # what runs the model: "rtx" (rtx.inference / rtx.streaming) or "onnxruntime"
         self.metadata = dict(metadata or {})
         self.in_flight = 0
         self.retired = False
@@ -104,9 +106,11 @@ def _example_inputs(sig: Signature):
     return arrays[0] if len(arrays) == 1 else tuple(arrays)
 
 
-def load_version(mv, batching) -> ServedModel:
-    """Load one registry ModelVersion (rtx.hub) into a ServedModel. Blocking: call it in a thread."""
+def load_version(mv, batching, backend: str = "auto") -> ServedModel:
+    """Load one registry ModelVersion (rtx.hub) into a ServedModel. Blocking: call it in a thread.
+    `backend` (auto | onnxruntime | rtx) says what runs ONNX artifacts (rtx.serving_api.backends)."""
     from rtx.inference import DynamicBatcher, InferenceSession
+    from rtx.serving_api.backends import OrtSession, choose
     start = time.perf_counter()
     sig = Signature.from_dict(mv.signature) if mv.signature else None
     if sig is not None:
@@ -115,9 +119,11 @@ def load_version(mv, batching) -> ServedModel:
             raise ValueError(f"{mv.name}:{mv.version}: signature datatypes {bad} are not servable "
                              f"(supported: {', '.join(DATATYPES)})")
     session = generator = None
+    used = "rtx"
     ckpt_format = getattr(mv, "checkpoint_format", None)
     if mv.format == "onnx":
-        session = InferenceSession(mv.load())
+        used = choose(backend)
+        session = OrtSession(mv.verify()) if used == "onnxruntime" else InferenceSession(mv.load())
     elif isinstance(ckpt_format, str) and ckpt_format != MODULE_FORMAT:
         # A checkpoint that names its own format: a text generator (rtx-nlg's "rtx-nlg-gpt/1", ...).
         from rtx.streaming import load_text_generator
@@ -137,4 +143,5 @@ def load_version(mv, batching) -> ServedModel:
     if session is not None and batching.enabled and sig.batchable():
         batcher = DynamicBatcher(session, max_batch_size=batching.max_batch_size, max_wait_ms=batching.max_wait_ms)
     return ServedModel(mv.name, mv.version, mv.stage, mv.sha256, signature=sig, session=session, batcher=batcher,
-                       generator=generator, load_seconds=time.perf_counter() - start, metadata=mv.metadata)
+                       generator=generator, load_seconds=time.perf_counter() - start, metadata=mv.metadata,
+                       backend=used)

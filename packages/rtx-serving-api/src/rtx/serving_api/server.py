@@ -13,6 +13,8 @@ from rtx.serving_api.config import ServeConfig
 def uvicorn_config(app, config: ServeConfig, **overrides):
     import uvicorn
     kw = dict(host=config.host, port=config.port, log_level=config.log_level)
+    if config.ssl_certfile is not None:
+        kw.update(ssl_certfile=str(config.ssl_certfile), ssl_keyfile=str(config.ssl_keyfile))
     kw.update(overrides)
     return uvicorn.Config(app, **kw, timeout_graceful_shutdown=config.shutdown_timeout_s, lifespan="on",
                           access_log=False)  # an access line per request would cost more than a small model

@@ -39,7 +39,8 @@ class ServerThread:
                 raise TimeoutError(f"the server did not start within {self.startup_timeout_s} s")
             time.sleep(0.01)
         port = self.server.servers[0].sockets[0].getsockname()[1]
-        self.url = f"http://{self.server.config.host}:{port}"
+        scheme = "https" if self.server.config.ssl_certfile else "http"
+        self.url = f"{scheme}://{self.server.config.host}:{port}"
         return self.url
 
     def __exit__(self, *exc):
