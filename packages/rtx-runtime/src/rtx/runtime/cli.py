@@ -43,6 +43,8 @@ KNOWN = {
     "vision": ("rtx-vision", "vision models and datasets"),
     "federated": ("rtx-federated", "simulate federated training (FedAvg, secure aggregation, DP)"),
     "nlg": ("rtx-nlg", "train and sample a small GPT"),
+    "rl": ("rtx-rl", "train and evaluate reinforcement-learning agents (PPO, A2C, DQN, SAC, TD3)"),
+    "cfd": ("rtx-cfd", "run flow cases (cavity, channel, cylinder) against published benchmarks"),
 }
 
 USAGE = "usage: rtx <command> [args...]\n       rtx --help | --version | help <command>"
