@@ -259,3 +259,119 @@ def test_contract_covers_modules_outside_the_package_folders():
     text = ws.contract_text()
     for module in ("rtx.amp", "rtx.utils.data", "rtx.utils.checkpoint", "rtx.testing", "rtx.extend"):
         assert module in text, f"{module} is outside the layer contract"
+
+
+# ---- the distribution dependency graph: a DAG that matches the imports ----------------------------
+# The layer contract lists a layer's packages as siblings, so it cannot see an order inside a layer
+# (rtx-losses below rtx-nn) nor a cycle between two distributions; these checks can.
+
+# Members whose engineers are still at work; their undeclared imports are listed in the reports.
+# Remove an entry once its pyproject declares the dependency.
+PENDING_UNDECLARED = {"rtx-science": {"rtx-autograd"}}
+
+
+def _cycle(graph):
+    """A dependency cycle [a, b, ..., a] in {name: [deps]}, or None."""
+    state, stack = {}, []
+
+    def visit(n):
+        state[n] = "open"
+        stack.append(n)
+        for d in graph.get(n, ()):
+            if state.get(d) == "open":
+                return stack[stack.index(d):] + [d]
+            if d not in state and (found := visit(d)):
+                return found
+        stack.pop()
+        state[n] = "done"
+        return None
+
+    for n in sorted(graph):
+        if n not in state and (found := visit(n)):
+            return found
+    return None
+
+
+def _declared(info):
+    """The rtx distributions a member may import: its dependencies and those of its optional extras."""
+    project = ws.read_pyproject(info["path"] / "pyproject.toml")["project"]
+    reqs = list(project.get("dependencies", []))
+    reqs += [r for extra in project.get("optional-dependencies", {}).values() for r in extra]
+    return {re.split(r"[\s<>=!~;\[]", r, maxsplit=1)[0] for r in reqs}
+
+
+def _undeclared_imports(ms):
+    """{member: {distribution it imports without declaring it: first 'file:line'}}. Every import
+    counts, also those inside functions; `import rtx` and `from rtx import <not a subpackage>` need
+    rtx-tensor, which ships rtx/__init__.py."""
+    owner = {m: n for n, info in ms.items() if not info["meta"] for m in ws.owned_modules(n, ms)}
+
+    def owner_of(mod):
+        parts = mod.split(".")
+        for i in range(len(parts), 1, -1):
+            if ".".join(parts[:i]) in owner:
+                return owner[".".join(parts[:i])]
+        return "rtx-tensor" if mod == "rtx" or mod.count(".") == 1 else None
+
+    found = {}
+    for name, info in sorted(ms.items()):
+        if info["meta"]:
+            continue
+        allowed = _declared(info) | {name}
+        for path in sorted((info["path"] / "src").rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text(), str(path))):
+                if isinstance(node, ast.Import):
+                    mods = [a.name for a in node.names]
+                elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                    mods = [f"{node.module}.{a.name}" for a in node.names] if node.module == "rtx" else [node.module]
+                else:
+                    continue
+                for mod in mods:
+                    dist = owner_of(mod) if mod == "rtx" or mod.startswith("rtx.") else None
+                    if dist and dist not in allowed:
+                        where = f"{path.relative_to(info['path'])}:{node.lineno}"
+                        found.setdefault(name, {}).setdefault(dist, where)
+    return found
+
+
+def test_distribution_dependency_graph_has_no_cycle():
+    cycle = _cycle({n: info["deps"] for n, info in MEMBERS.items()})
+    assert cycle is None, "the distributions depend on each other in a cycle: " + " -> ".join(cycle)
+
+
+def test_cycle_check_finds_one():
+    assert _cycle({"a": ["b"], "b": ["c"], "c": ["a"], "d": ["a"]}) == ["a", "b", "c", "a"]
+    assert _cycle({"a": ["b", "c"], "b": ["c"], "c": []}) is None
+
+
+def test_members_declare_every_rtx_package_they_import():
+    found = _undeclared_imports(MEMBERS)
+    for name, dists in PENDING_UNDECLARED.items():
+        for dist in dists:
+            found.get(name, {}).pop(dist, None)
+    found = {n: d for n, d in found.items() if d}
+    assert not found, "imported but not declared in the member's pyproject (dependencies or an extra):\n" + \
+        "\n".join(f"{n} imports {d} at {w}" for n, ds in found.items() for d, w in ds.items())
+
+
+def test_undeclared_import_check_catches_one(tmp_path):
+    def member(name, deps, files, extras=None):
+        path = tmp_path / name
+        for rel, text in files.items():
+            (path / "src" / rel).parent.mkdir(parents=True, exist_ok=True)
+            (path / "src" / rel).write_text(text)
+        opt = "".join(f"{k} = {v!r}\n" for k, v in (extras or {}).items())
+        (path / "pyproject.toml").write_text(f"[project]\nname = {name!r}\ndependencies = {deps!r}\n"
+                                             f"[project.optional-dependencies]\n{opt}")
+        return {"path": path, "deps": deps, "meta": False}
+
+    ms = {
+        "rtx-tensor": member("rtx-tensor", [], {"rtx/__init__.py": "", "rtx/_tensor/__init__.py": ""}),
+        "rtx-low": member("rtx-low", ["rtx-tensor"], {"rtx/low/__init__.py": "import rtx\n"}),
+        "rtx-high": member("rtx-high", ["rtx-low"], {"rtx/high/__init__.py": "from rtx.low import x\n",
+                                                     "rtx/high/opt.py": "def f():\n    import rtx.extra.y\n"},
+                           extras={"extra": ["rtx-extra>=0.1"]}),
+        "rtx-extra": member("rtx-extra", [], {"rtx/extra/__init__.py": "def f():\n    from rtx import low, tensor\n"}),
+    }
+    assert _undeclared_imports(ms) == {"rtx-extra": {"rtx-low": "src/rtx/extra/__init__.py:2",
+                                                     "rtx-tensor": "src/rtx/extra/__init__.py:2"}}

@@ -74,10 +74,12 @@ _OWN_LAZY = ("testing", "multiprocessing", "backends", "accelerator", "special")
 
 # torch exposes these nn.functional ops at the top level too (torch.softmax, torch.conv2d, ...);
 # here they live in rtx-nn, one layer up, so they are looked up there on first use.
+# (softmax, log_softmax, cosine_similarity, pairwise_distance and pdist are rtx-tensor's own: the
+# losses below rtx-nn need them.)
 _FROM_NN_FUNCTIONAL = frozenset((
-    "softmax", "log_softmax", "dropout", "alpha_dropout", "feature_alpha_dropout", "conv1d", "conv2d", "conv3d",
+    "dropout", "alpha_dropout", "feature_alpha_dropout", "conv1d", "conv2d", "conv3d",
     "conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "layer_norm", "group_norm", "instance_norm",
-    "cosine_similarity", "pairwise_distance", "pdist", "selu", "celu", "rrelu", "prelu", "hardshrink", "threshold",
+    "selu", "celu", "rrelu", "prelu", "hardshrink", "threshold",
     "pixel_shuffle", "pixel_unshuffle", "bilinear", "max_pool1d", "max_pool2d", "max_pool3d", "avg_pool1d",
     "adaptive_avg_pool1d", "adaptive_max_pool1d", "embedding_bag",
 ))

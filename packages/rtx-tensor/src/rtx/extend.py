@@ -16,6 +16,8 @@ imports the private `rtx._tensor.*` modules (their layout may change; this modul
   history, as PyTorch's in-place ops do); `inplace_binary` / `inplace_unary` build `x.op_` methods.
 - `autocast`: the thread-local autocast state ops consult (`lower`, `fp32`, `is_autocast_enabled`,
   `get_autocast_dtype`, ...); rtx.amp is its user-facing front.
+- Functions PyTorch has only in torch.nn.functional that layers below rtx-nn (the losses) need:
+  `softplus(x, beta, threshold)` and `logsigmoid(x)`; rtx.nn.functional re-exports these same ones.
 - Dtype tables live in `rtx.runtime.dtypes` (a public module of rtx-runtime).
 - Op identity: every Primitive subclass has a stable `op` name ("add", "matmul", "softmax", ...;
   derived from the class name, or set with `op = "..."` in the class body), unique in the
@@ -30,6 +32,7 @@ imports the private `rtx._tensor.*` modules (their layout may change; this modul
 from rtx._tensor import autocast_state as autocast
 from rtx._tensor.function import NO_GRAPH, Primitive, current_hook, op_name, primitive, recording, registered_ops
 from rtx._tensor.ops._util import cast, check_same_device, dev_of, dims, sum_to, wrap_dim, xp_of
+from rtx._tensor.ops.activation import logsigmoid, softplus
 from rtx._tensor.ops.convert import _parse_to as parse_to
 from rtx._tensor.ops.inplace import apply_inplace, inplace_binary, inplace_unary, write_result
 from rtx._tensor.ops.shape import add_at
@@ -37,6 +40,7 @@ from rtx._tensor.tensor import Size, Tensor
 
 __all__ = [
     "NO_GRAPH", "Primitive", "Size", "Tensor", "add_at", "apply_inplace", "autocast", "cast", "check_same_device",
-    "dev_of", "dims", "inplace_binary", "inplace_unary", "parse_to", "sum_to", "wrap_dim", "write_result", "xp_of",
+    "dev_of", "dims", "inplace_binary", "inplace_unary", "logsigmoid", "parse_to", "softplus", "sum_to", "wrap_dim",
+    "write_result", "xp_of",
     "current_hook", "op_name", "primitive", "recording", "registered_ops",
 ]

@@ -7,8 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 import rtx
-import rtx.nn.functional as F
-from rtx.extend import Primitive, xp_of
+from rtx.extend import Primitive, logsigmoid, softplus, xp_of
 from rtx.extend import autocast as _autocast
 from rtx.losses._reduction import apply_reduction, check_same_size, legacy_reduction
 
@@ -71,7 +70,7 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     if not 0.0 <= label_smoothing <= 1.0:
         raise ValueError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
     class_dim = 0 if input.ndim == 1 else 1
-    logp = F.log_softmax(input, dim=class_dim)
+    logp = rtx.log_softmax(input, dim=class_dim)
     n_classes = input.shape[class_dim]
     if target.is_floating_point():
         if tuple(target.shape) != tuple(input.shape):
@@ -164,7 +163,7 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
         input, target, weight, pos_weight = _autocast.fp32("binary_cross_entropy_with_logits", input, target,
                                                            weight, pos_weight)
     check_same_size(input, target, "binary_cross_entropy_with_logits")
-    log_sig_neg = F.softplus(-input)  # -log(sigmoid(x)), stable
+    log_sig_neg = softplus(-input)  # -log(sigmoid(x)), stable
     if pos_weight is not None:
         loss = (1 - target) * input + (1 + (pos_weight - 1) * target) * log_sig_neg
     else:
@@ -189,7 +188,7 @@ def sigmoid_focal_loss(inputs, targets, alpha=0.25, gamma=2.0, reduction="none")
 @legacy_reduction
 def focal_loss(input, target, alpha=None, gamma=2.0, ignore_index=-100, reduction="mean"):
     """Multi-class focal loss on logits (N, C, ...) with class-index targets: -alpha_t (1-p_t)^gamma log p_t."""
-    logp = F.log_softmax(input, dim=1 if input.ndim > 1 else 0)
+    logp = rtx.log_softmax(input, dim=1 if input.ndim > 1 else 0)
     modulated = (1 - logp.exp()) ** gamma * logp
     return nll_loss(modulated, target, weight=alpha, ignore_index=ignore_index, reduction=reduction)
 
@@ -222,12 +221,12 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
 def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
     if _autocast.active:  # on autocast's float32 list
         input, target = _autocast.fp32("soft_margin_loss", input, target)
-    return _reduce(F.softplus(-target * input), reduction)
+    return _reduce(softplus(-target * input), reduction)
 
 
 @legacy_reduction
 def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, reduce=None, reduction="mean"):
-    loss = -(target * F.logsigmoid(input) + (1 - target) * F.logsigmoid(-input))
+    loss = -(target * logsigmoid(input) + (1 - target) * logsigmoid(-input))
     if weight is not None:
         loss = loss * weight
     loss = loss.mean(dim=-1)

@@ -3,7 +3,6 @@ distance), hinge_embedding."""
 from __future__ import annotations
 
 import rtx
-import rtx.nn.functional as F
 from rtx.extend import autocast as _autocast
 from rtx.losses._reduction import apply_reduction, legacy_reduction
 
@@ -56,17 +55,17 @@ def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, s
         raise RuntimeError(f"The anchor, positive, and negative tensors are expected to have the same number of "
                            f"dimensions, but got: anchor {anchor.ndim}D, positive {positive.ndim}D, and negative "
                            f"{negative.ndim}D inputs")
-    d_ap = F.pairwise_distance(anchor, positive, p, eps)
-    d_an = F.pairwise_distance(anchor, negative, p, eps)
+    d_ap = rtx.pairwise_distance(anchor, positive, p, eps)
+    d_an = rtx.pairwise_distance(anchor, negative, p, eps)
     if swap:
-        d_an = rtx.minimum(d_an, F.pairwise_distance(positive, negative, p, eps))
+        d_an = rtx.minimum(d_an, rtx.pairwise_distance(positive, negative, p, eps))
     return apply_reduction((d_ap - d_an + margin).clamp(min=0), reduction)
 
 
 @legacy_reduction
 def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_function=None, margin=1.0, swap=False,
                                       reduction="mean"):
-    dist = distance_function or F.pairwise_distance
+    dist = distance_function or rtx.pairwise_distance
     d_ap, d_an = dist(anchor, positive), dist(anchor, negative)
     if swap:
         d_an = rtx.minimum(d_an, dist(positive, negative))

@@ -1,5 +1,6 @@
 """rtx nn: Module, Parameter, layers, functional, init, with PyTorch's names, signatures,
-defaults and state_dict keys. Loss modules come from rtx-losses (nn.CrossEntropyLoss, ...)."""
+defaults and state_dict keys. The loss modules (nn.CrossEntropyLoss, ...) are thin over the loss
+functions of rtx-losses, the package below rtx-nn."""
 # ruff: noqa: F401,F403
 __version__ = "0.1.0"
 
@@ -13,6 +14,7 @@ from rtx.nn.modules.distance import *
 from rtx.nn.modules.dropout import *
 from rtx.nn.modules.flatten import *
 from rtx.nn.modules.linear import *
+from rtx.nn.modules.loss import *
 from rtx.nn.modules.module import Module
 from rtx.nn.modules.normalization import *
 from rtx.nn.modules.padding import *
@@ -29,15 +31,7 @@ def __getattr__(name):
         import importlib
         parallel = importlib.import_module("rtx.nn.parallel")
         return parallel if name == "parallel" else parallel.DataParallel
-    # Loss modules live in rtx-losses (same layer), reached lazily: no dependency cycle.
-    if name.endswith("Loss") or name in ("utils",):
-        if name == "utils":
-            import importlib
-            return importlib.import_module("rtx.nn.utils")
-        try:
-            import rtx.losses as _losses
-        except ModuleNotFoundError:
-            raise AttributeError(f"rtx.nn.{name} needs the losses package: pip install rtx-losses") from None
-        if hasattr(_losses, name):
-            return getattr(_losses, name)
+    if name == "utils":
+        import importlib
+        return importlib.import_module("rtx.nn.utils")
     raise AttributeError(f"module 'rtx.nn' has no attribute '{name}'")

@@ -1,6 +1,7 @@
 """Everything `import rtx` exposes at the top level, PyTorch's names."""
 # ruff: noqa: F401
 from rtx._tensor import methods as _methods  # attaches ops to Tensor
+from rtx._tensor.ops.activation import log_softmax, softmax
 from rtx._tensor.ops.arith import (
     add,
     addcdiv,
@@ -98,6 +99,7 @@ from rtx._tensor.ops.creation import (
     zeros,
     zeros_like,
 )
+from rtx._tensor.ops.distance import cosine_similarity, pairwise_distance, pdist
 from rtx._tensor.ops.index import *  # noqa: F403
 from rtx._tensor.ops.linalg_ops import *  # noqa: F403
 from rtx._tensor.ops.matmul import addmm, addmv, baddbmm, bmm, dot, ger, inner, matmul, mm, mv, outer, vdot

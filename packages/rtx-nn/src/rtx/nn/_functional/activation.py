@@ -4,11 +4,12 @@ Each pointwise activation is one Primitive: the forward on arrays (one pass, no 
 for the intermediate steps) and the derivative written in Tensor ops of the input x (or the
 output y) and the incoming gradient g, so double backward works. Derivatives at the kinks
 follow PyTorch (relu'(0) = 0, hardtanh' is 0 at the bounds, leaky_relu'(0) = slope, ...).
-gelu, softmax and log_softmax run rtx.kernel's fused kernels; their backward passes use the
-fused backward kernels when no graph of the backward is recorded, and Tensor ops otherwise.
-Measured forward + backward on 64x768 float32 (CPU, best of several runs), against the same
-math composed from Tensor ops: softmax 181 us vs 886 us, gelu(tanh) 700 us vs 1686 us,
-gelu(exact) 2.6 ms vs 3.4 ms (erf alone is 2.2 ms of it).
+softmax, log_softmax, softplus and logsigmoid are rtx-tensor's (rtx.softmax, ...; rtx.extend
+publishes softplus and logsigmoid), since the losses below rtx-nn need them: re-exported here.
+gelu runs rtx.kernel's fused kernels; its backward uses the fused backward kernel when no graph
+of the backward is recorded, and Tensor ops otherwise. Measured forward + backward on 64x768
+float32 (CPU, best of several runs), against the same math composed from Tensor ops: gelu(tanh)
+700 us vs 1686 us, gelu(exact) 2.6 ms vs 3.4 ms (erf alone is 2.2 ms of it).
 """
 from __future__ import annotations
 
@@ -17,8 +18,9 @@ import warnings
 
 import numpy as np
 
+from rtx import log_softmax, softmax
 from rtx.autograd.grad_mode import _state
-from rtx.extend import Primitive, Tensor, apply_inplace, cast, primitive, wrap_dim
+from rtx.extend import Primitive, Tensor, apply_inplace, cast, logsigmoid, primitive, softplus, wrap_dim
 from rtx.extend import autocast as _autocast
 from rtx.runtime import dtypes as _dt
 from rtx.runtime.random import generator_for
@@ -61,14 +63,6 @@ def _sigmoid_array(a):
     return np.where(a >= 0, 1 / (1 + ez), ez / (1 + ez)).astype(a.dtype, copy=False)
 
 
-def _softplus_array(a, beta, threshold):
-    z = a * beta if beta != 1 else a
-    out = np.logaddexp(0, z)
-    if beta != 1:
-        out = out / beta
-    return np.where(z > threshold, a, out).astype(a.dtype, copy=False)
-
-
 def _pointwise(name, forward, derivative, saves="x"):
     """A Primitive for y = forward(a, **attrs) whose gradient is derivative(g, x, y, **attrs)."""
 
@@ -109,8 +103,9 @@ _Elu = _pointwise(
 _Silu = _pointwise(
     "Silu", lambda a: a * _sigmoid_array(a),
     lambda g, x, y: _silu_grad(g, x))
+# tanh(softplus(a)): softplus' threshold (20) needs no special case, tanh is exactly 1 beyond it.
 _Mish = _pointwise(
-    "Mish", lambda a: a * np.tanh(_softplus_array(a, 1.0, 20.0)),
+    "Mish", lambda a: a * np.tanh(np.logaddexp(0, a)),
     lambda g, x, y: _mish_grad(g, x))
 _Hardswish = _pointwise(
     "Hardswish", lambda a: a * np.clip(a + 3, 0, 6) / 6,
@@ -118,12 +113,6 @@ _Hardswish = _pointwise(
 _Hardsigmoid = _pointwise(
     "Hardsigmoid", lambda a: np.clip(a + 3, 0, 6) / 6,
     lambda g, x, y: g * _mask((x > -3) & (x < 3), g) / 6)
-_Softplus = _pointwise(
-    "Softplus", _softplus_array,
-    lambda g, x, y, beta, threshold: _where(x * beta > threshold, g, g * (x * beta).sigmoid()))
-_LogSigmoid = _pointwise(
-    "LogSigmoid", lambda a: np.minimum(a, 0) - np.log1p(np.exp(-np.abs(a))),
-    lambda g, x, y: g * (-x).sigmoid())
 _Threshold = _pointwise(
     "Threshold", lambda a, threshold, value: np.where(a > threshold, a, a.dtype.type(value)),
     lambda g, x, y, threshold, value: g * _mask(x > threshold, g))
@@ -383,14 +372,6 @@ def hardsigmoid(input, inplace=False):
     return _Hardsigmoid.apply(input)
 
 
-def softplus(input, beta=1.0, threshold=20.0):
-    """log(1 + exp(beta x)) / beta, and x itself where beta x > threshold."""
-    _float_only(input, "softplus")
-    if _autocast.active:  # on CUDA autocast's float32 list
-        (input,) = _autocast.fp32("softplus", input)
-    return _Softplus.apply(input, beta=beta, threshold=threshold)
-
-
 def softsign(input):
     """x / (1 + |x|)."""
     _check(input, "softsign")
@@ -405,12 +386,6 @@ def tanh(input):
 def sigmoid(input):
     _check(input, "sigmoid")
     return input.sigmoid()
-
-
-def logsigmoid(input):
-    """log(sigmoid(x)), computed without overflow."""
-    _float_only(input, "log_sigmoid")
-    return _LogSigmoid.apply(input)
 
 
 def threshold(input, threshold, value, inplace=False):
@@ -463,85 +438,13 @@ def glu(input, dim=-1):
     return a * b.sigmoid()
 
 
-# ---- softmax family: rtx.kernel forward, Tensor-op backward ----------------------------------------
-
-
-def _use_fused_backward():
-    # With no graph of the backward being recorded, the fused backward kernel gives the same
-    # numbers in one pass; with create_graph the Tensor-op formula keeps double backward.
-    return not _state.enabled
-
-
-class Softmax(Primitive):
-    saves_output = True
-
-    @staticmethod
-    def forward(ctx, a, *, axis):
-        from rtx import kernel
-        ctx.axis = axis
-        return kernel.softmax(a._data, axis)
-
-    @staticmethod
-    def backward(ctx, grad):
-        y = ctx.output()
-        if _use_fused_backward():
-            from rtx import kernel
-            return Tensor._make(kernel.softmax_backward(y._data, grad._data, ctx.axis))
-        return y * (grad - (grad * y).sum(ctx.axis, keepdim=True))
-
-
-class LogSoftmax(Primitive):
-    saves_output = True
-
-    @staticmethod
-    def forward(ctx, a, *, axis):
-        from rtx import kernel
-        ctx.axis = axis
-        return kernel.log_softmax(a._data, axis)
-
-    @staticmethod
-    def backward(ctx, grad):
-        y = ctx.output()
-        if _use_fused_backward():
-            from rtx import kernel
-            return Tensor._make(kernel.log_softmax_backward(y._data, grad._data, ctx.axis))
-        return grad - y.exp() * grad.sum(ctx.axis, keepdim=True)
+# ---- softmin (softmax and log_softmax are rtx-tensor's) ----------------------------------------------
 
 
 def _softmax_dim(name, ndim, stacklevel):
     warnings.warn(f"Implicit dimension choice for {name} has been deprecated. Change the call to include dim=X "
                   "as an argument.", stacklevel=stacklevel)
     return 0 if ndim in (0, 1, 3) else 1
-
-
-def _softmax_like(op, input, dim, dtype, name, stacklevel):
-    _check(input, name)
-    if dim is None:
-        dim = _softmax_dim(name, input.ndim, stacklevel + 1)
-    if dtype is not None:
-        input = cast(input, _dt.as_dtype(dtype).np)
-    elif _autocast.active:  # softmax, log_softmax: on CUDA autocast's float32 list (unless dtype= is given)
-        (input,) = _autocast.fp32(name, input)
-    if not input.is_floating_point():
-        raise NotImplementedError(f'"{name}_lastdim_kernel_impl" not implemented for '
-                                  f"'{input.dtype.name.capitalize()}' (pass dtype= or cast to a float dtype)")
-    if input.ndim == 0:
-        wrap_dim(dim, 0, name)
-        return op.apply(input.reshape(1), axis=0).reshape(())
-    axis = wrap_dim(dim, input.ndim, name)
-    if input.numel() == 0:
-        return input.clone()
-    return op.apply(input, axis=axis)
-
-
-def softmax(input, dim=None, _stacklevel=3, dtype=None):
-    """exp(x) / sum(exp(x)) along dim, with the maximum subtracted first (no overflow)."""
-    return _softmax_like(Softmax, input, dim, dtype, "softmax", _stacklevel)
-
-
-def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
-    """x - logsumexp(x) along dim."""
-    return _softmax_like(LogSoftmax, input, dim, dtype, "log_softmax", _stacklevel)
 
 
 def softmin(input, dim=None, _stacklevel=3, dtype=None):
