@@ -1,0 +1,369 @@
+"""Incompressible Navier-Stokes in 2D on a staggered (MAC) grid by the projection method.
+
+One step (Chorin's projection, explicit Euler in time as in Griebel, Dornseifer & Neunhoeffer's
+"Numerical Simulation in Fluid Dynamics"):
+
+    u* = u + dt (nu lap u - div(u u) + f)       advection: central (gamma = 0), donor-cell (gamma = 1)
+    lap p = div(u*) / dt                          fast diagonalisation, or PCG around an obstacle
+    u = u* - dt grad p                            divergence-free to rounding
+
+Every operation is an rtx op, so gradients reach nu, wall and inflow velocities, the initial field,
+body forces and a closure network."""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+import rtx
+
+from .flow import Flow2D
+from .grid import Grid, check_boundaries
+from .poisson import FastPoisson, cg
+
+ADVECTION = {"central": 0.0, "upwind": 1.0, "donor-cell": 1.0}
+
+
+@dataclass
+class State:
+    """Staggered fields: u (ny, nx + 1), v (ny + 1, nx), p (ny, nx), time t."""
+    u: rtx.Tensor
+    v: rtx.Tensor
+    p: rtx.Tensor
+    t: float = 0.0
+
+
+class NavierStokes2D:
+    """Projection solver for incompressible flow on a Grid.
+
+    nu: kinematic viscosity (number or scalar tensor). boundaries: {side: Wall/Inflow/Outflow/Periodic}
+    (missing sides are no-slip walls). advection: 'central', 'upwind' (donor cell) or a blending
+    factor gamma in [0, 1]. obstacle: (ny, nx) boolean mask of solid cells. force: (fx, fy) body
+    force (numbers or tensors broadcastable to u and v). closure: callable (u, v) -> (fu, fv) added to
+    the momentum right-hand side (e.g. a learned sub-grid model)."""
+
+    def __init__(self, grid, nu, boundaries=None, *, advection="central", obstacle=None, force=None,
+                 closure=None, dtype=rtx.float64, device=None, pcg_tol=1e-9, pcg_maxiter=2000):
+        if not isinstance(grid, Grid):
+            raise TypeError(f"NavierStokes2D expects a Grid, got {type(grid).__name__}")
+        self.grid, self.nu, self.closure = grid, nu, closure
+        self.bcs = check_boundaries(boundaries)
+        if isinstance(advection, str):
+            if advection not in ADVECTION:
+                raise ValueError(f"advection must be one of {sorted(ADVECTION)} or a number in [0, 1], got {advection!r}")
+            advection = ADVECTION[advection]
+        if not 0.0 <= float(advection) <= 1.0:
+            raise ValueError(f"advection blending factor must be in [0, 1], got {advection}")
+        self.gamma = float(advection)
+        self.dtype, self.device = dtype, device
+        self.force = force
+        self.pcg_tol, self.pcg_maxiter = pcg_tol, pcg_maxiter
+        g, b = grid, self.bcs
+        px = self._p_kind(b["left"]), self._p_kind(b["right"])
+        py = self._p_kind(b["bottom"]), self._p_kind(b["top"])
+        self.poisson = FastPoisson(g.nx, g.ny, g.dx, g.dy, px, py, dtype=dtype, device=device)
+        # Faces the projection may correct: interior ones, and boundary faces that are periodic or outflow.
+        mu = np.ones((g.ny, g.nx + 1))
+        mv = np.ones((g.ny + 1, g.nx))
+        for side, sl_u, sl_v in (("left", (slice(None), 0), None), ("right", (slice(None), -1), None),
+                                 ("bottom", None, (0, slice(None))), ("top", None, (-1, slice(None)))):
+            if b[side].kind in ("wall", "inflow"):
+                if sl_u is not None:
+                    mu[sl_u] = 0.0
+                else:
+                    mv[sl_v] = 0.0
+        self.obstacle = None if obstacle is None else np.asarray(obstacle, dtype=bool)
+        if self.obstacle is not None:
+            if self.obstacle.shape != (g.ny, g.nx):
+                raise ValueError(f"obstacle mask must have shape (ny, nx) = ({g.ny}, {g.nx}), got {self.obstacle.shape}")
+            s = np.pad(self.obstacle, ((0, 0), (1, 1)), mode="edge" if b["left"].kind != "periodic" else "wrap")
+            solid_u = s[:, :-1] | s[:, 1:]
+            s = np.pad(self.obstacle, ((1, 1), (0, 0)), mode="edge" if b["bottom"].kind != "periodic" else "wrap")
+            solid_v = s[:-1] | s[1:]
+            mu = mu * ~solid_u
+            mv = mv * ~solid_v
+            self.fluid_u = self._tensor(~solid_u * 1.0)
+            self.fluid_v = self._tensor(~solid_v * 1.0)
+            self.fluid_p = self._tensor(~self.obstacle * 1.0)
+        self.corr_u, self.corr_v = self._tensor(mu), self._tensor(mv)
+        self.stats = {}
+
+    # ---- helpers ---------------------------------------------------------------------------------
+
+    @staticmethod
+    def _p_kind(bc):
+        return {"wall": "neumann", "inflow": "neumann", "outflow": "dirichlet", "periodic": "periodic"}[bc.kind]
+
+    def _tensor(self, a):
+        return rtx.tensor(np.asarray(a, dtype=np.float64), dtype=self.dtype, device=self.device)
+
+    def _value(self, val, coords):
+        """A boundary value along a side at `coords`: number, callable, array or tensor."""
+        if isinstance(val, rtx.Tensor):
+            return val
+        if callable(val):
+            val = val(coords)
+        a = np.asarray(val, dtype=np.float64)
+        if a.ndim == 0:
+            return float(a)
+        if a.shape != coords.shape:
+            raise ValueError(f"boundary profile must have {coords.shape[0]} values (one per boundary cell), got {a.shape}")
+        return self._tensor(a)
+
+    def _tangential_ghost(self, bc, edge, coords):
+        """Ghost values across a side for the tangential velocity component."""
+        if bc.kind == "wall" and not bc.slip:
+            return 2 * self._value(bc.velocity, coords) - edge
+        if bc.kind == "inflow":
+            return -edge
+        return edge  # slip wall, outflow: zero gradient
+
+    def ext_u(self, u):
+        """u with one ghost layer on every side: (ny + 2, nx + 3)."""
+        g, b = self.grid, self.bcs
+        if b["left"].kind == "periodic":
+            u = rtx.cat([u[:, -2:-1], u, u[:, 1:2]], dim=1)
+        else:
+            u = rtx.cat([u[:, :1], u, u[:, -1:]], dim=1)
+        if b["bottom"].kind == "periodic":
+            return rtx.cat([u[-1:], u, u[:1]], dim=0)
+        xs = (np.arange(g.nx + 3) - 1) * g.dx
+        lo = self._tangential_ghost(b["bottom"], u[:1], xs)
+        hi = self._tangential_ghost(b["top"], u[-1:], xs)
+        return rtx.cat([lo, u, hi], dim=0)
+
+    def ext_v(self, v):
+        """v with one ghost layer on every side: (ny + 3, nx + 2)."""
+        g, b = self.grid, self.bcs
+        if b["bottom"].kind == "periodic":
+            v = rtx.cat([v[-2:-1], v, v[1:2]], dim=0)
+        else:
+            v = rtx.cat([v[:1], v, v[-1:]], dim=0)
+        if b["left"].kind == "periodic":
+            return rtx.cat([v[:, -1:], v, v[:, :1]], dim=1)
+        ys = ((np.arange(g.ny + 3) - 1) * g.dy)[:, None]
+        lo = self._tangential_ghost(b["left"], v[:, :1], ys)
+        hi = self._tangential_ghost(b["right"], v[:, -1:], ys)
+        return rtx.cat([lo, v, hi], dim=1)
+
+    def ext_p(self, p):
+        b = self.bcs
+        def ghost(bc, edge, other):
+            return other if bc.kind == "periodic" else (-edge if bc.kind == "outflow" else edge)
+        p = rtx.cat([ghost(b["left"], p[:, :1], p[:, -1:]), p, ghost(b["right"], p[:, -1:], p[:, :1])], dim=1)
+        return rtx.cat([ghost(b["bottom"], p[:1], p[-1:]), p, ghost(b["top"], p[-1:], p[:1])], dim=0)
+
+    def apply_normal_bc(self, u, v):
+        """Set the boundary-normal face values: walls 0, inflow the profile, outflow a copy of the
+        neighbour, periodic the opposite face."""
+        g, b = self.grid, self.bcs
+
+        def side(bc, own, neighbour, opposite, coords):
+            if bc.kind == "wall":
+                return own * 0.0
+            if bc.kind == "inflow":
+                val = self._value(bc.velocity, coords)
+                return own * 0.0 + (val.reshape(own.shape) if isinstance(val, rtx.Tensor) and val.ndim else val)
+            if bc.kind == "outflow":
+                return neighbour
+            return opposite
+
+        ys = g.y[:, None]
+        if b["left"].kind == "periodic":
+            u = rtx.cat([u[:, :-1], u[:, :1]], dim=1)
+        else:
+            u = rtx.cat([side(b["left"], u[:, :1], u[:, 1:2], None, ys), u[:, 1:-1],
+                         side(b["right"], u[:, -1:], u[:, -2:-1], None, ys)], dim=1)
+        xs = g.x[None, :]
+        if b["bottom"].kind == "periodic":
+            v = rtx.cat([v[:-1], v[:1]], dim=0)
+        else:
+            v = rtx.cat([side(b["bottom"], v[:1], v[1:2], None, xs), v[1:-1],
+                         side(b["top"], v[-1:], v[-2:-1], None, xs)], dim=0)
+        return u, v
+
+    def divergence(self, u, v):
+        g = self.grid
+        return (u[:, 1:] - u[:, :-1]) / g.dx + (v[1:] - v[:-1]) / g.dy
+
+    # ---- the step --------------------------------------------------------------------------------
+
+    def tendency(self, u, v):
+        """nu lap u - div(u u) + f for both components (before projection)."""
+        g, gam = self.grid, self.gamma
+        U, V = self.ext_u(u), self.ext_v(v)
+        a, b = U[1:-1, :-1], U[1:-1, 1:]
+        uc = (a + b) * 0.5
+        fuu = uc * uc
+        if gam:
+            fuu = fuu + gam * uc.abs() * (a - b) * 0.5
+        du_lo, du_hi = U[:-1, 1:-1], U[1:, 1:-1]
+        dv_l, dv_r = V[1:-1, :-1], V[1:-1, 1:]
+        ucor, vcor = (du_lo + du_hi) * 0.5, (dv_l + dv_r) * 0.5
+        fuv_y = ucor * vcor  # flux of u momentum through horizontal cell edges (corners)
+        fuv_x = fuv_y        # flux of v momentum through vertical cell edges
+        if gam:
+            fuv_y = fuv_y + gam * vcor.abs() * (du_lo - du_hi) * 0.5
+            fuv_x = fuv_x + gam * ucor.abs() * (dv_l - dv_r) * 0.5
+        c, d = V[:-1, 1:-1], V[1:, 1:-1]
+        vc = (c + d) * 0.5
+        fvv = vc * vc
+        if gam:
+            fvv = fvv + gam * vc.abs() * (c - d) * 0.5
+        idx2, idy2 = 1.0 / g.dx ** 2, 1.0 / g.dy ** 2
+        Uc, Vc = U[1:-1, 1:-1], V[1:-1, 1:-1]
+        lap_u = (U[1:-1, 2:] + U[1:-1, :-2] - 2 * Uc) * idx2 + (U[2:, 1:-1] + U[:-2, 1:-1] - 2 * Uc) * idy2
+        lap_v = (V[1:-1, 2:] + V[1:-1, :-2] - 2 * Vc) * idx2 + (V[2:, 1:-1] + V[:-2, 1:-1] - 2 * Vc) * idy2
+        fu = self.nu * lap_u - (fuu[:, 1:] - fuu[:, :-1]) / g.dx - (fuv_y[1:] - fuv_y[:-1]) / g.dy
+        fv = self.nu * lap_v - (fuv_x[:, 1:] - fuv_x[:, :-1]) / g.dx - (fvv[1:] - fvv[:-1]) / g.dy
+        if self.force is not None:
+            fu, fv = fu + self.force[0], fv + self.force[1]
+        if self.closure is not None:
+            cu, cv = self.closure(u, v)
+            fu, fv = fu + cu, fv + cv
+        return fu, fv
+
+    def project(self, u, v, dt, p0=None):
+        """Make (u, v) discretely divergence-free; returns (u, v, p)."""
+        g = self.grid
+        rhs = self.divergence(u, v) / dt
+        if self.obstacle is None:
+            p = self.poisson(rhs)
+        else:
+            p = self._masked_solve(rhs, p0)
+        P = self.ext_p(p)
+        u = u - dt * self.corr_u * (P[1:-1, 1:] - P[1:-1, :-1]) / g.dx
+        v = v - dt * self.corr_v * (P[1:, 1:-1] - P[:-1, 1:-1]) / g.dy
+        return u, v, p
+
+    def _masked_laplacian(self, p):
+        g = self.grid
+        P = self.ext_p(p)
+        gx = self.corr_u * (P[1:-1, 1:] - P[1:-1, :-1]) / g.dx
+        gy = self.corr_v * (P[1:, 1:-1] - P[:-1, 1:-1]) / g.dy
+        return self.divergence(gx, gy) * self.fluid_p + p * (1 - self.fluid_p)
+
+    def _masked_solve(self, rhs, p0):
+        # -L is symmetric positive (semi-)definite on the fluid cells; solid cells carry p = 0.
+        p, it, rel = cg(lambda x: -self._masked_laplacian(x), -rhs * self.fluid_p, x0=p0,
+                        precond=lambda r: -self.poisson(r), tol=self.pcg_tol, maxiter=self.pcg_maxiter)
+        self.stats["pcg_iterations"] = it
+        return p
+
+    def step(self, state, dt):
+        """One projection step of size dt; returns the new State."""
+        fu, fv = self.tendency(state.u, state.v)
+        u, v = self.apply_normal_bc(state.u + dt * fu, state.v + dt * fv)
+        if self.obstacle is not None:
+            u, v = u * self.fluid_u, v * self.fluid_v
+        u, v, p = self.project(u, v, dt, p0=None if self.obstacle is None else state.p.detach())
+        return State(u, v, p, state.t + dt)
+
+    # ---- driving ---------------------------------------------------------------------------------
+
+    def initial_state(self, u=None, v=None):
+        """Fields at rest (or the given staggered u (ny, nx + 1), v (ny + 1, nx)), with the boundary
+        values applied and projected to be divergence-free."""
+        g = self.grid
+        u = rtx.zeros((g.ny, g.nx + 1), dtype=self.dtype, device=self.device) if u is None else u
+        v = rtx.zeros((g.ny + 1, g.nx), dtype=self.dtype, device=self.device) if v is None else v
+        if tuple(u.shape) != (g.ny, g.nx + 1) or tuple(v.shape) != (g.ny + 1, g.nx):
+            raise ValueError(f"initial u must be (ny, nx + 1) = ({g.ny}, {g.nx + 1}) and v (ny + 1, nx) = "
+                             f"({g.ny + 1}, {g.nx}); got {tuple(u.shape)} and {tuple(v.shape)}")
+        u, v = self.apply_normal_bc(u, v)
+        if self.obstacle is not None:
+            u, v = u * self.fluid_u, v * self.fluid_v
+        p = rtx.zeros((g.ny, g.nx), dtype=self.dtype, device=self.device)
+        u, v, p = self.project(u, v, 1.0, p0=p)
+        return State(u, v, p * 0.0, 0.0)
+
+    def stable_dt(self, state, cfl=0.5):
+        """Largest stable explicit step times cfl: advective CFL, diffusion, and for central
+        advection the advection-diffusion limit 2 nu / |u|^2 of forward Euler."""
+        g = self.grid
+        nu = float(self.nu.detach().item() if isinstance(self.nu, rtx.Tensor) else self.nu)
+        umax = max(float(state.u.detach().abs().max().item()), 1e-12)
+        vmax = max(float(state.v.detach().abs().max().item()), 1e-12)
+        limits = [g.dx / umax, g.dy / vmax]
+        if nu > 0:
+            limits.append(0.5 / (nu * (1 / g.dx ** 2 + 1 / g.dy ** 2)))
+            if self.gamma < 1.0:
+                limits.append(2 * nu / (umax ** 2 + vmax ** 2))
+        return cfl * min(limits)
+
+    def run(self, state=None, *, t_end=None, steps=None, tol=None, dt=None, cfl=0.5, check_every=50,
+            checkpoint_every=0, max_steps=10 ** 7, callback=None):
+        """Advance until t_end, or for `steps` steps, or until the steady residual
+        max |u^{n+1} - u^n| / dt falls below tol (checked every `check_every` steps). dt=None picks
+        stable_dt(cfl) at every check. checkpoint_every=k wraps blocks of k steps in
+        rtx.utils.checkpoint, so backward through a long run keeps k steps of activations.
+        Returns the final State; self.stats has steps, residual, wall time and time per step."""
+        if t_end is None and steps is None and tol is None:
+            raise ValueError("run needs t_end, steps or tol")
+        state = self.initial_state() if state is None else state
+        t0, n, residual, history = time.perf_counter(), 0, float("inf"), []
+        limit = min(max_steps, steps if steps is not None else max_steps)
+        cur_dt = dt
+        while n < limit:
+            if dt is None and (n % check_every == 0):
+                cur_dt = self.stable_dt(state, cfl)
+            this_dt = cur_dt
+            if t_end is not None:
+                left = t_end - state.t
+                if left <= 1e-12 * max(1.0, abs(t_end)):
+                    break
+                this_dt = min(this_dt, left)
+            block = 1
+            if checkpoint_every and checkpoint_every > 1:
+                block = min(checkpoint_every, limit - n)
+                if t_end is not None:
+                    block = max(1, min(block, int((t_end - state.t) / this_dt + 1e-9)))
+            if block > 1:
+                state = self._checkpointed(state, this_dt, block)
+                n += block
+            else:
+                check = tol is not None and ((n + 1) % check_every == 0)
+                new = self.step(state, this_dt)
+                if check:
+                    residual = max(float((new.u - state.u).detach().abs().max().item()),
+                                   float((new.v - state.v).detach().abs().max().item())) / this_dt
+                    history.append((n + 1, new.t, residual))
+                state = new
+                n += 1
+                if check and residual < tol:
+                    break
+            if callback is not None:
+                callback(n, state)
+        wall = time.perf_counter() - t0
+        self.stats.update(steps=n, t=state.t, residual=residual, wall_time=wall,
+                          time_per_step=wall / max(n, 1), residual_history=history)
+        return state
+
+    def _checkpointed(self, state, dt, k):
+        from rtx.utils.checkpoint import checkpoint
+
+        def block(u, v, p):
+            s = State(u, v, p, state.t)
+            for _ in range(k):
+                s = self.step(s, dt)
+            return s.u, s.v, s.p
+
+        u, v, p = checkpoint(block, state.u, state.v, state.p)
+        return State(u, v, p, state.t + k * dt)
+
+    # ---- output ----------------------------------------------------------------------------------
+
+    def to_flow(self, state):
+        """The State as a Flow2D (cell-centred fields; sampling uses the staggered faces and walls)."""
+        g = self.grid
+        uc = (state.u[:, :-1] + state.u[:, 1:]) * 0.5
+        vc = (state.v[:-1] + state.v[1:]) * 0.5
+        U, V = self.ext_u(state.u)[:, 1:-1], self.ext_v(state.v)[1:-1]
+        ug = rtx.cat([(U[:1] + U[1:2]) * 0.5, U[1:-1], (U[-2:-1] + U[-1:]) * 0.5], dim=0)
+        vg = rtx.cat([(V[:, :1] + V[:, 1:2]) * 0.5, V[:, 1:-1], (V[:, -2:-1] + V[:, -1:]) * 0.5], dim=1)
+        ys = np.concatenate([[0.0], g.y, [g.ly]])
+        xs = np.concatenate([[0.0], g.x, [g.lx]])
+        periodic = (self.bcs["left"].kind == "periodic", self.bcs["bottom"].kind == "periodic")
+        return Flow2D(g.x, g.y, uc, vc, state.p, state.t, lx=g.lx, ly=g.ly, periodic=periodic,
+                      ugrid=(g.xf, ys, ug), vgrid=(xs, g.yf, vg), mask=self.obstacle, stats=dict(self.stats))
