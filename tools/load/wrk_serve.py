@@ -89,6 +89,25 @@ def check_answer(url: str, body: Path, ctype: str, extra: str, expected: np.ndar
     np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-5)
 
 
+def tree_cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of `pid` and its descendants (the workers), from /proc."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    stats = {}
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                fields = Path(f"/proc/{d}/stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            stats[int(d)] = (int(fields[1]), (int(fields[11]) + int(fields[12])) / ticks)  # ppid, utime+stime
+    total, todo = 0.0, [pid]
+    while todo:
+        p = todo.pop()
+        total += stats.get(p, (0, 0.0))[1]
+        todo += [c for c, (ppid, _) in stats.items() if ppid == p]
+    return total
+
+
 def parse_wrk(out: str) -> dict:
     def ms(s):
         v, unit = float(s[:-2] if s.endswith(("ms", "us")) else s[:-1]), s[-2:] if s[-2:] in ("ms", "us") else s[-1]
@@ -105,6 +124,12 @@ def parse_wrk(out: str) -> dict:
         errors += int(m.group(1))
     res["errors"] = errors
     return res
+
+
+def _children_cpu() -> float:
+    import resource
+    u = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return u.ru_utime + u.ru_stime
 
 
 def main(argv=None) -> int:
@@ -150,23 +175,29 @@ def main(argv=None) -> int:
                     script = tmp / f"{kind}.lua"
                     script.write_text(LUA.format(body=body, ctype=ctype, extra=extra))
                     load = os.getloadavg()[0]
+                    server_cpu, client_cpu = tree_cpu_seconds(server.pid), _children_cpu()
                     out = subprocess.run([wrk, f"-t{args.threads}", f"-c{args.connections}", f"-d{args.duration}s",
                                           "--latency", "-s", str(script), url],
                                          capture_output=True, text=True, timeout=args.duration + 60).stdout
                     r = parse_wrk(out)
+                    # CPU per request does not depend on what else the machine runs, unlike req/s and p99
+                    r["server_ms"] = 1e3 * (tree_cpu_seconds(server.pid) - server_cpu) / max(r["requests"], 1)
+                    r["client_ms"] = 1e3 * (_children_cpu() - client_cpu) / max(r["requests"], 1)
                     rows.append((n, kind, load, r))
                     print(f"workers={n} body={kind}: {r['rps']:.0f} req/s, p50 {r['p50']:.1f} ms, "
-                          f"p99 {r['p99']:.1f} ms, errors {r['errors']}", flush=True)
+                          f"p99 {r['p99']:.1f} ms, errors {r['errors']}, server CPU {r['server_ms']:.3f} ms/req, "
+                          f"wrk CPU {r['client_ms']:.3f} ms/req", flush=True)
             finally:
                 server.send_signal(signal.SIGTERM)
                 server.wait(60)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    print("\n| backend | workers | body | load avg | requests | req/s | p50 | p99 | errors |\n"
-          "| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    print("\n| backend | workers | body | load avg | requests | req/s | p50 | p99 | errors | server CPU/req "
+          "| wrk CPU/req |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for n, kind, load, r in rows:
         print(f"| {args.backend} | {n} | {kind} | {load:.1f} | {r['requests']:,} | {r['rps']:,.0f} | "
-              f"{r['p50']:.1f} ms | {r['p99']:.1f} ms | {r['errors']} |")
+              f"{r['p50']:.1f} ms | {r['p99']:.1f} ms | {r['errors']} | {r['server_ms']:.3f} ms | "
+              f"{r['client_ms']:.3f} ms |")
     return 0
 
 
