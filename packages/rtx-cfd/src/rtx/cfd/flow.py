@@ -53,6 +53,22 @@ class Flow2D:
             ys = np.concatenate([[ys[0] - self.dy], ys, [ys[-1] + self.dy]])
         return xs, ys, f
 
+    def set_wall_values(self, u=(0.0, 0.0, 0.0, 0.0), v=(0.0, 0.0, 0.0, 0.0)):
+        """Let `sample` interpolate up to the domain edges: u and v hold the (left, right, bottom,
+        top) wall values (numbers). Use it for collocated fields on walled domains (LBM)."""
+        for name, vals in (("ugrid", u), ("vgrid", v)):
+            f = self.u if name == "ugrid" else self.v
+            ny, nx = f.shape
+            lo, hi, bo, to = (float(a) for a in vals)
+            col = lambda val: f[:, :1] * 0.0 + val  # noqa: E731
+            f = rtx.cat([col(lo), f, col(hi)], dim=1)
+            row = lambda val: f[:1] * 0.0 + val  # noqa: E731
+            f = rtx.cat([row(bo), f, row(to)], dim=0)
+            xs = np.concatenate([[0.0], self.x, [self.lx]])
+            ys = np.concatenate([[0.0], self.y, [self.ly]])
+            setattr(self, name, (xs, ys, f))
+        return self
+
     # ---- sampling -------------------------------------------------------------------------------
 
     def _interp(self, grid, px, py):

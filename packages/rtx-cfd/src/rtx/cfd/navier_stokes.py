@@ -101,15 +101,20 @@ class NavierStokes2D:
     def _value(self, val, coords):
         """A boundary value along a side at `coords`: number, callable, array or tensor."""
         if isinstance(val, rtx.Tensor):
-            return val
+            if val.ndim == 0:
+                return val
+            if val.numel() != coords.size:
+                raise ValueError(f"boundary profile must have {coords.size} values here, got shape {tuple(val.shape)}")
+            return val.reshape(coords.shape)
         if callable(val):
             val = val(coords)
         a = np.asarray(val, dtype=np.float64)
         if a.ndim == 0:
             return float(a)
-        if a.shape != coords.shape:
-            raise ValueError(f"boundary profile must have {coords.shape[0]} values (one per boundary cell), got {a.shape}")
-        return self._tensor(a)
+        if a.size != coords.size:
+            raise ValueError(f"boundary profile must have {coords.size} values here (one per boundary cell for "
+                             f"inflow; use a callable of the coordinate for a wall), got shape {a.shape}")
+        return self._tensor(a.reshape(coords.shape))
 
     def _tangential_ghost(self, bc, edge, coords):
         """Ghost values across a side for the tangential velocity component."""
@@ -163,8 +168,7 @@ class NavierStokes2D:
             if bc.kind == "wall":
                 return own * 0.0
             if bc.kind == "inflow":
-                val = self._value(bc.velocity, coords)
-                return own * 0.0 + (val.reshape(own.shape) if isinstance(val, rtx.Tensor) and val.ndim else val)
+                return own * 0.0 + self._value(bc.velocity, coords)
             if bc.kind == "outflow":
                 return neighbour
             return opposite
@@ -343,14 +347,23 @@ class NavierStokes2D:
     def _checkpointed(self, state, dt, k):
         from rtx.utils.checkpoint import checkpoint
 
-        def block(u, v, p):
+        def block(u, v, p, *_):
             s = State(u, v, p, state.t)
             for _ in range(k):
                 s = self.step(s, dt)
             return s.u, s.v, s.p
 
-        u, v, p = checkpoint(block, state.u, state.v, state.p)
+        # The solver's own tensors (viscosity, wall/inflow values, forces, closure parameters) are
+        # used by closure; passing them too makes the block's outputs require grad when they do.
+        # Reentrant checkpointing accumulates their gradients during the recomputation.
+        u, v, p = checkpoint(block, state.u, state.v, state.p, *self._grad_tensors())
         return State(u, v, p, state.t + k * dt)
+
+    def _grad_tensors(self):
+        found = [self.nu] + [getattr(bc, "velocity", None) for bc in self.bcs.values()] + list(self.force or ())
+        if self.closure is not None and hasattr(self.closure, "parameters"):
+            found += list(self.closure.parameters())
+        return [t for t in found if isinstance(t, rtx.Tensor) and t.requires_grad]
 
     # ---- output ----------------------------------------------------------------------------------
 
