@@ -44,6 +44,7 @@ KNOWN = {
     "federated": ("rtx-federated", "simulate federated training (FedAvg, secure aggregation, DP)"),
     "nlg": ("rtx-nlg", "train and sample a small GPT"),
     "rl": ("rtx-rl", "train and evaluate reinforcement-learning agents (PPO, A2C, DQN, SAC, TD3)"),
+    "diffuse": ("rtx-diffuse", "train a class-conditional diffusion model and sample from it"),
     "cfd": ("rtx-cfd", "run flow cases (cavity, channel, cylinder) against published benchmarks"),
 }
 
