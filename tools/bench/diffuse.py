@@ -1,0 +1,92 @@
+#!/usr/bin/env python3
+"""Diffusion benchmark (issue 16: rtx-diffuse): the same UNet2DModel and loops in rtx.diffuse and in
+diffusers on torch CPU, side by side.
+
+    .venv/bin/python tools/bench/diffuse.py [--repeat 5] [--diffusers-python /work/venvs/diffusers/bin/python]
+
+Workloads: one training step of UNet2DModel (batch 32, 1x16x16, block_out_channels (32, 64),
+DownBlock2D+AttnDownBlock2D, AdamW, MSE on DDPM noise) and a 50-step DDIM sampling loop (batch 8) with the
+same UNet. diffusers runs in its own interpreter when --diffusers-python (or $RTX_BENCH_DIFFUSERS_PYTHON)
+names one with diffusers installed (python3 -m venv /work/venvs/diffusers; pip install torch==2.13.0
+diffusers==0.42.1); the ratio column is rtx / diffusers (below 1: rtx is faster). Best of --repeat.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+RUNNER = r'''
+import json, sys, time
+lib, repeat = sys.argv[1], int(sys.argv[2])
+if lib == "diffusers":
+    import torch as T
+    from diffusers import UNet2DModel, DDIMScheduler, DDPMScheduler
+    T.manual_seed(0)
+else:
+    import rtx as T
+    from rtx.diffuse import UNet2DModel, DDIMScheduler, DDPMScheduler
+    T.manual_seed(0)
+unet = UNet2DModel(sample_size=16, in_channels=1, out_channels=1, block_out_channels=(32, 64), layers_per_block=1,
+                   down_block_types=("DownBlock2D", "AttnDownBlock2D"), up_block_types=("AttnUpBlock2D", "UpBlock2D"),
+                   norm_num_groups=8)
+opt = T.optim.AdamW(unet.parameters(), lr=1e-4)
+noise_sched = DDPMScheduler()
+x0 = T.randn(32, 1, 16, 16)
+
+def train_step():
+    noise = T.randn(x0.shape)
+    t = T.randint(0, 1000, (32,))
+    loss = ((unet(noise_sched.add_noise(x0, noise, t), t).sample - noise) ** 2).mean()
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+
+def ddim_loop():
+    s = DDIMScheduler()
+    s.set_timesteps(50)
+    x = T.randn(8, 1, 16, 16)
+    with T.no_grad():
+        for t in s.timesteps:
+            x = s.step(unet(x, t).sample, t, x).prev_sample
+
+def best(fn, n):
+    fn()
+    times = []
+    for _ in range(n):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+print(json.dumps({"train step (b32, 16x16)": best(train_step, repeat),
+                  "DDIM 50 steps (b8, 16x16)": best(ddim_loop, max(1, repeat // 2))}))
+'''
+
+
+def run(python, lib, repeat):
+    out = subprocess.run([python, "-c", RUNNER, lib, str(repeat)], capture_output=True, text=True,
+                         env={**os.environ, "PYTHONPATH": ""})
+    if out.returncode != 0:
+        print(f"{lib} run failed:", out.stderr[-2000:])
+        return None
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--repeat", type=int, default=5)
+    p.add_argument("--diffusers-python", default=os.environ.get("RTX_BENCH_DIFFUSERS_PYTHON"))
+    a = p.parse_args()
+    ours = run(sys.executable, "rtx", a.repeat)
+    theirs = run(a.diffusers_python, "diffusers", a.repeat) if a.diffusers_python else None
+    print(f"{'workload':<28} {'rtx':>10} {'diffusers':>10} {'rtx/diffusers':>14}")
+    for name, t in (ours or {}).items():
+        d = (theirs or {}).get(name)
+        print(f"{name:<28} {t * 1e3:8.1f}ms " + (f"{d * 1e3:8.1f}ms {t / d:13.2f}x" if d else f"{'-':>10} {'-':>14}"))
+
+
+if __name__ == "__main__":
+    main()
