@@ -105,3 +105,13 @@ def test_two_workers_share_the_port_follow_promotion_and_drain(tmp_path, models,
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def test_workers_need_fixed_ports():
+    import pytest
+
+    from rtx.serving_api import ServeConfig
+    from rtx.serving_api.workers import serve_workers
+    for cfg in (ServeConfig(workers=2, port=0), ServeConfig(workers=2, port=8000, grpc_port=0)):
+        with pytest.raises(ValueError, match="fixed ports"):
+            serve_workers(cfg)

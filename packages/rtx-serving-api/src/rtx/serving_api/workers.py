@@ -48,8 +48,8 @@ def _worker(config: ServeConfig, registry, index: int) -> None:
 
 def serve_workers(config: ServeConfig, *, registry=None) -> int:
     """Run config.workers worker processes until SIGTERM/SIGINT; returns the exit status."""
-    if config.port == 0:
-        raise ValueError("--workers needs a fixed --port: the workers must agree on one port")
+    if config.port == 0 or config.grpc_port == 0:
+        raise ValueError("--workers needs fixed ports (--port, --grpc-port), not 0: the workers must agree on them")
     own_dir = None
     if not os.environ.get(MULTIPROC_ENV):
         own_dir = tempfile.mkdtemp(prefix="rtx-serve-metrics-")
