@@ -337,6 +337,9 @@ def create_app(config: ServeConfig | None = None, *, registry=None, loader=load_
         return endpoint
 
     routes = [
+        # the hot path first: Starlette tries routes in order (no route shadows another)
+        Route("/v2/models/{name}/infer", guarded("v2", v2_infer), methods=["POST"]),
+        Route("/v2/models/{name}/versions/{version}/infer", guarded("v2", v2_infer), methods=["POST"]),
         Route("/v2/health/live", plain(live), methods=["GET"]),
         Route("/v2/health/ready", plain(ready), methods=["GET"]),
         Route("/v2", plain(server_metadata), methods=["GET"]),
@@ -347,8 +350,6 @@ def create_app(config: ServeConfig | None = None, *, registry=None, loader=load_
         Route("/v2/models/{name}/versions/{version}/ready", plain(v2_model_ready), methods=["GET"]),
         Route("/v2/models/{name}/stats", plain(v2_model_stats), methods=["GET"]),
         Route("/v2/models/{name}/versions/{version}/stats", plain(v2_model_stats), methods=["GET"]),
-        Route("/v2/models/{name}/infer", guarded("v2", v2_infer), methods=["POST"]),
-        Route("/v2/models/{name}/versions/{version}/infer", guarded("v2", v2_infer), methods=["POST"]),
         Route("/v1/models/{name}:{verb}", guarded("v1", v1_verb), methods=["POST"]),
         Route("/v1/models/{name}/versions/{version}:{verb}", guarded("v1", v1_verb), methods=["POST"]),
         Route("/v1/models/{name}", plain(v1_model_status), methods=["GET"]),
