@@ -262,6 +262,8 @@ def test_deadline_and_overload(tmp_path, models, h):
         with pytest.raises(grpc.RpcError) as e:
             stub.ModelInfer(req, timeout=30)
         assert e.value.code() == grpc.StatusCode.UNAVAILABLE and "max_concurrency" in e.value.details()
+        streamed = next(stub.ModelStreamInfer(iter([req]), timeout=30))  # streams pass the same gate
+        assert "max_concurrency" in streamed.error_message
         assert slow.result().model_version == "1.0.0"
         with pytest.raises(grpc.RpcError) as e:  # the client's own deadline
             stub.ModelInfer(req, timeout=0.1)

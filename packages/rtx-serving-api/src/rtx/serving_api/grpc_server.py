@@ -235,16 +235,26 @@ class Servicer(pb_grpc.GRPCInferenceServiceServicer):
                 continue
             try:
                 if model.kind == "tensor":
-                    label = [model.name, model.version]
+                    start, entered = time.perf_counter(), False
                     try:
-                        feed, names, rid, _ = request_to_v2(request, model.signature)
-                        names, outs = await model.infer(feed, names)
-                        yield pb.ModelStreamInferResponse(infer_response=response_from(model, names, outs, rid))
-                        code = 200
+                        self.gate.enter()  # the same concurrency limit as unary calls
+                        entered = True
+                        async with asyncio.timeout(self.config.request_timeout_s):
+                            feed, names, rid, _ = request_to_v2(request, model.signature)
+                            names, outs = await model.infer(feed, names)
+                        response, code = pb.ModelStreamInferResponse(
+                            infer_response=response_from(model, names, outs, rid)), 200
                     except ServeError as e:
-                        code = e.status
-                        yield pb.ModelStreamInferResponse(error_message=e.message)
-                    self.metrics.observe_request(*label, "grpc", code, 0.0)
+                        response, code = pb.ModelStreamInferResponse(error_message=e.message), e.status
+                    except TimeoutError:
+                        response, code = pb.ModelStreamInferResponse(
+                            error_message=f"the request took longer than {self.config.request_timeout_s} s "
+                                          "(request_timeout_s)"), 504
+                    finally:
+                        if entered:
+                            self.gate.exit()
+                    self.metrics.observe_request(model.name, model.version, "grpc", code, time.perf_counter() - start)
+                    yield response
                     continue
                 async for piece in self._generate(model, request):
                     yield piece
