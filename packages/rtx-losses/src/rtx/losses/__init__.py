@@ -4,6 +4,7 @@ rtx.losses.functional (also reachable as rtx.nn.functional.cross_entropy, ...). 
 __version__ = "0.1.0"
 
 from rtx.losses import functional  # noqa: F401
+from rtx.losses._reduction import legacy_get_string  # noqa: F401  (size_average/reduce -> reduction, for modules)
 
 
 def __getattr__(name):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from rtx._tensor import fastpath
 from rtx._tensor.ops import (
+    activation,
     arith,
     compare,
     convert,
@@ -59,9 +60,8 @@ def _install():
         setattr(Tensor, name + "_", inplace.inplace_unary(getattr(unary, name)))
     for name, fn in random.INPLACE_RANDOM.items():
         setattr(Tensor, name, fn)
-    # x.softmax(dim) / x.log_softmax(dim): the Primitives live in rtx-nn; rtx.softmax finds them.
-    Tensor.softmax = lambda self, dim, dtype=None: _rtx().softmax(self, dim, dtype=dtype)
-    Tensor.log_softmax = lambda self, dim, dtype=None: _rtx().log_softmax(self, dim, dtype=dtype)
+    Tensor.softmax = lambda self, dim, dtype=None: activation.softmax(self, dim, dtype=dtype)
+    Tensor.log_softmax = lambda self, dim, dtype=None: activation.log_softmax(self, dim, dtype=dtype)
     Tensor.copy_ = inplace.copy_
     Tensor.fill_ = inplace.fill_
     Tensor.zero_ = inplace.zero_
@@ -130,11 +130,6 @@ def _install():
         *size, dtype=dtype or self.dtype, device=device or self.device, requires_grad=requires_grad)
     Tensor.new_full = lambda self, size, fill_value, dtype=None, device=None, requires_grad=False: creation.full(
         size, fill_value, dtype=dtype or self.dtype, device=device or self.device, requires_grad=requires_grad)
-
-
-def _rtx():
-    import rtx
-    return rtx
 
 
 def _logical_or_bitwise(a, b, op):

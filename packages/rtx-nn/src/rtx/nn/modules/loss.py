@@ -5,7 +5,7 @@ from __future__ import annotations
 import warnings
 
 from rtx.losses import functional as LF
-from rtx.losses._reduction import legacy_get_string
+from rtx.losses import legacy_get_string
 from rtx.nn.modules.module import Module
 
 __all__ = ["L1Loss", "MSELoss", "NLLLoss", "CrossEntropyLoss", "BCELoss", "BCEWithLogitsLoss", "SmoothL1Loss",
