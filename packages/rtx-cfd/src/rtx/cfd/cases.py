@@ -10,8 +10,8 @@ from .navier_stokes import NavierStokes2D
 from .spectral import Spectral2D, taylor_green_vorticity
 
 
-def cavity(re, n=129, tol=1e-6, lid_velocity=1.0, *, advection="central", max_steps=10 ** 6,
-           check_every=50, device=None):
+def cavity(re, n=129, tol=1e-6, lid_velocity=1.0, *, advection="central", max_steps=10 ** 7,
+           check_every=50, cfl=0.9, device=None):
     """Lid-driven cavity on the unit square: n grid lines per side (n - 1 cells, as Ghia et al.'s
     129-point grid), lid (top) moving with lid_velocity, nu = lid_velocity / re; run to a steady
     residual max |du/dt| < tol * lid_velocity."""
@@ -20,7 +20,7 @@ def cavity(re, n=129, tol=1e-6, lid_velocity=1.0, *, advection="central", max_st
     solver = NavierStokes2D(Grid(n - 1, n - 1), lid_velocity / re, {"top": Wall(lid_velocity)},
                             advection=advection, device=device)
     with rtx.no_grad():
-        state = solver.run(tol=tol * lid_velocity, check_every=check_every, max_steps=max_steps)
+        state = solver.run(tol=tol * lid_velocity, check_every=check_every, max_steps=max_steps, cfl=cfl)
     flow = solver.to_flow(state)
     flow.stats.update(re=re, n=n, converged=solver.stats["residual"] < tol * lid_velocity)
     return flow
