@@ -59,7 +59,7 @@ def run(lib, n, e, f, repeat):
     for name, cls in (("gcn", GCN), ("sage", GraphSAGE)):
         model = cls(f, 64, 2, 16)
 
-        def step():
+        def step(model=model):
             model.zero_grad()
             model(x, ei).backward(g)
         out[f"{name}_fwd_bwd_s"] = best(step, repeat)

@@ -6,7 +6,6 @@ import pytest
 import rtx
 from rtx.autograd import gradcheck
 from rtx.geom import utils as U
-from rtx.geom.data import Batch, Data
 from rtx.geom.datasets import FakeDataset, KarateClub, StochasticBlockModelDataset
 from rtx.geom.loader import DataLoader, LinkNeighborLoader, NeighborLoader
 
