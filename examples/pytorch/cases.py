@@ -57,7 +57,9 @@ def close_enough(script, rtx, torch):
         # A random policy keeps the pole up ~22 steps; PyTorch reaches ~100 after 100 episodes.
         check(rtx["running_reward"] >= 50, "running reward after 100 episodes below 50")
     elif script == "hogwild":
-        check(rtx["accuracy"] >= torch["accuracy"] - 0.03, "accuracy more than 3 points below PyTorch's")
+        # Hogwild's lock-free updates interleave as the OS schedules the two processes: PyTorch's own
+        # accuracy moves by a few points between runs on a loaded machine.
+        check(rtx["accuracy"] >= torch["accuracy"] - 0.05, "accuracy more than 5 points below PyTorch's")
         check(rtx["test_loss"] < rtx["loss_before"] / 5, "the shared model did not train")
     elif script == "fx_rewrite":
         check(rtx["replaced"] == torch["replaced"], "a different number of adds replaced")
