@@ -375,3 +375,10 @@ def test_undeclared_import_check_catches_one(tmp_path):
     }
     assert _undeclared_imports(ms) == {"rtx-extra": {"rtx-low": "src/rtx/extra/__init__.py:2",
                                                      "rtx-tensor": "src/rtx/extra/__init__.py:2"}}
+
+
+def test_every_member_states_the_tested_python_versions():
+    root = ws.read_pyproject(ROOT / "pyproject.toml")["project"]["requires-python"]
+    for name, info in ws.members().items():
+        got = ws.read_pyproject(info["path"] / "pyproject.toml")["project"]["requires-python"]
+        assert got == root, f"{name} says requires-python {got!r}, the workspace tests {root!r}"
