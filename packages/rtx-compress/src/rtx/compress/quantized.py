@@ -17,6 +17,7 @@ from rtx.compress import intrinsic as nni
 from rtx.compress._weights import GemmWeight, as_numpy, dequantized_weight, quantize_weight
 from rtx.compress.functional import quantize_array
 from rtx.compress.qtypes import quint8
+from rtx.kernel import windows as _win
 from rtx.kernel.int_gemm import exact_matmul
 from rtx.nn.modules.utils import _pair
 
@@ -199,18 +200,14 @@ class LinearReLU(Linear):
 
 def im2col(x, kernel_size, stride, dilation, pad_value, pads):
     """(N, C, H, W) integers -> (N * Ho * Wo, C * kh * kw) columns, padding with `pad_value` (the zero
-    point: the quantized zero). pads are F.pad's (left, right, top, bottom)."""
+    point: the quantized zero). pads are F.pad's (left, right, top, bottom). One row per window
+    (rtx.kernel.windows's "NL,CK" layout): the GEMM is cols @ w.T."""
     left, right, top, bottom = pads
-    x = np.pad(x, ((0, 0), (0, 0), (top, bottom), (left, right)), constant_values=pad_value)
-    (kh, kw), (sh, sw), (dh, dw) = kernel_size, stride, dilation
-    span_h, span_w = dh * (kh - 1) + 1, dw * (kw - 1) + 1
-    if x.shape[2] < span_h or x.shape[3] < span_w:
-        raise ValueError(f"input of {x.shape[2]}x{x.shape[3]} (padded) is smaller than the kernel's span "
-                         f"{span_h}x{span_w}")
-    win = np.lib.stride_tricks.sliding_window_view(x, (span_h, span_w), axis=(2, 3))
-    win = win[:, :, ::sh, ::sw, ::dh, ::dw]                     # (N, C, Ho, Wo, kh, kw)
-    n, c, ho, wo = win.shape[:4]
-    return win.transpose(0, 2, 3, 1, 4, 5).reshape(n * ho * wo, c * kh * kw), (n, ho, wo)
+    cols = _win.im2col(x, kernel_size, stride, dilation, pads=((top, bottom), (left, right)), pad_value=pad_value,
+                       layout="NL,CK")
+    n = x.shape[0]
+    ho, wo = _win.out_shape(x.shape[2:], kernel_size, stride, dilation, ((top, bottom), (left, right)))
+    return cols, (n, ho, wo)
 
 
 class Conv2d(_QuantizedLayer):

@@ -211,7 +211,9 @@ def _pads(attrs, in_shape, kernel, strides, dilations, ceil_mode=False):
 
 
 def _windows(x, kernel, strides, dilations, out):
-    """A read-only view (N, C, *out, *kernel) of every window of the padded x: im2col without copying."""
+    """A read-only view (N, C, *out, *kernel) of every window of the padded x: im2col without copying.
+    rtx.kernel.windows.sliding_windows is the shared version (rtx.nn, rtx.inference, rtx.compress and
+    rtx.onnx use it); this file keeps its own few lines because it must run with NumPy and onnx alone."""
     nd = len(kernel)
     s = x.strides
     shape = x.shape[:2] + tuple(out) + tuple(kernel)

@@ -15,6 +15,8 @@ import math
 
 import numpy as np
 
+from rtx.kernel import windows as _win
+
 BUILDERS = {}
 
 
@@ -186,8 +188,7 @@ def build_linear(op, ctx):
 
 # ---- convolution: im2col into a kept column buffer, one batched GEMM ------------------------------
 def conv_geometry(in_sp, kern, stride, pads, dilation):
-    return tuple((n + lo + hi - d * (k - 1) - 1) // s + 1
-                 for n, k, (lo, hi), s, d in zip(in_sp, kern, pads, stride, dilation))
+    return _win.out_shape(in_sp, kern, stride, dilation, pads)
 
 
 class ConvWorkspace:
@@ -195,7 +196,9 @@ class ConvWorkspace:
     once (`fill`); a strided view of every receptive field over it; and the column matrix
     (groups, C/g*k, P*N) the fields are copied into, so the whole batch is one GEMM per group.
     Batch-last makes the copy's inner loop run over (output column, batch), long and contiguous,
-    where batch-first gives inner loops as short as the output rows (4 floats for DigitsCNN)."""
+    where batch-first gives inner loops as short as the output rows (4 floats for DigitsCNN). The
+    view is rtx.kernel.windows's, made once per size key: each run is one copy of it (its "CK,LN"
+    im2col layout), not a fresh view per run."""
 
     def __init__(self, xp, shape, dtype, kern, stride, pads, dilation, groups, out_channels, fill=0):
         N, C = shape[:2]
@@ -207,13 +210,10 @@ class ConvWorkspace:
         self.xpad = xp.full(padded, fill, dtype=dtype)
         self.interior = self.xpad[(slice(None),) + tuple(slice(lo, lo + n) for n, (lo, _) in zip(shape[2:], pads))]
         self.to_last = tuple(range(1, nd + 2)) + (0,)      # (N, C, *S) -> (C, *S, N)
-        st = self.xpad.strides
-        win_shape = (C,) + tuple(kern) + self.out_sp + (N,)
-        win_strides = (st[0],) + tuple(st[1 + i] * dilation[i] for i in range(nd)) + \
-            tuple(st[1 + i] * stride[i] for i in range(nd)) + (st[-1],)
-        self.win = xp.lib.stride_tricks.as_strided(self.xpad, shape=win_shape, strides=win_strides)
+        # (C, *kern, *out, N): every receptive field of the batch-last padded input
+        self.win = _win.sliding_windows(self.xpad, kern, stride, dilation, out_shape=self.out_sp, axis=1)
         self.cols = xp.empty((groups, C // groups * math.prod(kern), P * N), dtype=dtype)
-        self.cols_v = self.cols.reshape(win_shape)
+        self.cols_v = self.cols.reshape(self.win.shape)
         self.acc = None if N == 1 else xp.empty((groups, out_channels // groups, P * N), dtype=dtype)
 
     def product(self, xp, w3, a, out3, zp=0):

@@ -14,6 +14,8 @@ strided adds, or for stride 1 and small weights a convolution with the flipped k
 _convT_fwd); the weight gradient is one matmul per chunk. The weights are never copied except
 in that flipped case, and big temporaries live in reused per-thread buffers (see _workspace).
 Figures: packages/rtx-nn/README.md, "Performance"; ResNet-18: packages/rtx-vision/README.md.
+The windows, im2col (in the two column layouts used here) and col2im are rtx.kernel.windows's,
+shared with rtx.inference, rtx.compress and rtx.onnx; this file decides chunks, buffers, threads.
 
 Gradients. Three primitives, each the derivative of the others, are the three partial maps of
 one trilinear form T(x, w, y) = <conv(x, w), y>:
@@ -27,7 +29,6 @@ and rounded back (NumPy has no half-precision BLAS); memory formats (channels_la
 """
 from __future__ import annotations
 
-import itertools
 import threading
 from typing import NamedTuple
 
@@ -35,6 +36,8 @@ import numpy as np
 
 from rtx.extend import Primitive, Tensor, check_same_device
 from rtx.extend import autocast as _autocast
+from rtx.kernel import windows as _win
+from rtx.kernel.windows import col2im_add
 from rtx.runtime import dtypes as _dt
 from rtx.runtime import threads as _threads
 from rtx.runtime.devices import array_module, device_of
@@ -97,21 +100,10 @@ def pad_zeros(x, pads, value=0, scratch=False):
     """x (N, C, *S) with pads[i] = (lo, hi) of constant `value` around spatial dim i. With
     scratch=True the result lives in this thread's reusable workspace (slot 1): the caller must
     be done with it before the next scratch pad."""
-    if not any(lo or hi for lo, hi in pads):
-        return x
-    xp = array_module(x)
-    shape = x.shape[:2] + tuple(n + lo + hi for n, (lo, hi) in zip(x.shape[2:], pads))
-    if not scratch:
-        out = xp.full(shape, value, dtype=x.dtype) if value else xp.zeros(shape, dtype=x.dtype)
-    else:
-        out = _workspace(x, _prod(shape), x.dtype, slot=1).reshape(shape)
-        lead = (slice(None), slice(None))
-        for i, (lo, hi) in enumerate(pads):  # only the border is written twice
-            before = (slice(None),) * i
-            out[lead + before + (slice(0, lo),)] = value
-            out[lead + before + (slice(shape[2 + i] - hi, None),)] = value
-    out[(slice(None), slice(None)) + tuple(slice(lo, lo + n) for n, (lo, _) in zip(x.shape[2:], pads))] = x
-    return out
+    if not scratch or not any(lo or hi for lo, hi in pads):
+        return _win.pad(x, pads, value)
+    size = x.shape[0] * x.shape[1] * _prod(n + lo + hi for n, (lo, hi) in zip(x.shape[2:], pads))
+    return _win.pad(x, pads, value, buf=_workspace(x, size, x.dtype, slot=1))
 
 
 def crop(xpad, pads, shape):
@@ -120,39 +112,6 @@ def crop(xpad, pads, shape):
         return xpad
     sl = (slice(None), slice(None)) + tuple(slice(lo, lo + n) for n, (lo, _) in zip(shape, pads))
     return array_module(xpad).ascontiguousarray(xpad[sl])
-
-
-def windows(xpad, kernel, stride, dilation, out):
-    """A (B, C, *kernel, *out) strided view of the padded input: every receptive field, no copy."""
-    st = xpad.strides
-    nd = len(kernel)
-    shape = xpad.shape[:2] + tuple(kernel) + tuple(out)
-    strides = st[:2] + tuple(st[2 + i] * dilation[i] for i in range(nd)) + \
-        tuple(st[2 + i] * stride[i] for i in range(nd))
-    return array_module(xpad).lib.stride_tricks.as_strided(xpad, shape=shape, strides=strides)
-
-
-def col2im_add(dst, cols, kernel, stride, dilation, out, pads=None):
-    """dst (B, C, *S) += the adjoint of `windows` applied to cols (B, C, *kernel, *out): one
-    strided add per kernel offset, each over a whole (B, C, *out) block. With pads, dst is the
-    unpadded image and contributions that fall on the padding are dropped (no padded buffer to
-    fill and crop); without, dst is the padded image itself."""
-    lead = (slice(None), slice(None))
-    shape = dst.shape[2:]
-    pads = pads or ((0, 0),) * len(kernel)
-    for off in itertools.product(*(range(k) for k in kernel)):
-        src, dsl = [], []
-        for o, d, s, m, n, (lo, _) in zip(off, dilation, stride, out, shape, pads):
-            # window q reads padded position q*s + o*d, i.e. image position q*s + o*d - lo
-            q0 = max(0, -((o * d - lo) // s))
-            q1 = min(m, (n - 1 + lo - o * d) // s + 1)
-            if q1 <= q0:
-                break
-            p0 = q0 * s + o * d - lo
-            src.append(slice(q0, q1))
-            dsl.append(slice(p0, p0 + (q1 - q0 - 1) * s + 1, s))
-        else:
-            dst[lead + tuple(dsl)] += cols[lead + off + tuple(src)]
 
 
 def _is_identity_map(geom, in_shape, out):
@@ -248,14 +207,7 @@ def _ranges(n, parts):
 def _im2col(xpad, n0, n1, kernel, geom, out, buf):
     """The columns of samples n0:n1 as a (C*K, B*L) matrix in `buf`: rows channel-major, columns
     batch-major, so that one matmul covers the whole chunk."""
-    nd = len(kernel)
-    B, C = n1 - n0, xpad.shape[1]
-    win = windows(xpad[n0:n1], kernel, geom.stride, geom.dilation, out)   # (B, C, *k, *out), a view
-    perm = (1,) + tuple(range(2, 2 + nd)) + (0,) + tuple(range(2 + nd, 2 + 2 * nd))
-    K, L = _prod(kernel), _prod(out)
-    dst = buf[:C * K * B * L].reshape((C,) + tuple(kernel) + (B,) + tuple(out))
-    dst[...] = win.transpose(perm)
-    return dst.reshape(C * K, B * L)
+    return _win.im2col(xpad[n0:n1], kernel, geom.stride, geom.dilation, out_shape=out, layout="CK,NL", buf=buf)
 
 
 def _batch_major(y, n0, n1, xp):
@@ -281,21 +233,15 @@ def _batch_columns(x, kernel, geom, out, cdt):
     buf = _workspace(x, C * K * N * L, cdt)
     if N == 1 or out[-1] >= _BATCH_INNER_WIDTH:
         return _im2col(pad_zeros(x, geom.pads, scratch=True), 0, N, kernel, geom, out, buf), False
-    xp, nd = array_module(x), len(kernel)
+    xp = array_module(x)
     padded = tuple(n + lo + hi for n, (lo, hi) in zip(x.shape[2:], geom.pads))
     xt = _workspace(x, C * _prod(padded) * N, cdt, slot=1).reshape((C,) + padded + (N,))
     if any(lo or hi for lo, hi in geom.pads):
         xt[...] = 0     # small: these images are a few pixels wide
     xt[(slice(None),) + tuple(slice(lo, lo + n) for n, (lo, _) in zip(x.shape[2:], geom.pads))] = \
         xp.moveaxis(x, 0, -1)
-    st = xt.strides
-    win = xp.lib.stride_tricks.as_strided(
-        xt, shape=(C,) + kernel + out + (N,),
-        strides=(st[0],) + tuple(st[1 + i] * geom.dilation[i] for i in range(nd)) +
-        tuple(st[1 + i] * geom.stride[i] for i in range(nd)) + (st[-1],))
-    dst = buf.reshape((C,) + kernel + out + (N,))
-    dst[...] = win
-    return dst.reshape(C * K, L * N), True
+    return _win.im2col(xt, kernel, geom.stride, geom.dilation, out_shape=out, layout="CK,LN", batch_last=True,
+                       buf=buf), True
 
 
 def _conv_fwd(x, w, b, geom, out=None):
@@ -603,11 +549,7 @@ class Im2Col(Primitive):
     @staticmethod
     def forward(ctx, x, *, kernel, geom):
         ctx.kernel, ctx.geom, ctx.in_shape = kernel, geom, x._data.shape[2:]
-        a = x._data
-        out = _out_shape(a.shape[2:], kernel, geom)
-        cols = array_module(a).ascontiguousarray(
-            windows(pad_zeros(a, geom.pads), kernel, geom.stride, geom.dilation, out))
-        return cols.reshape(a.shape[0], a.shape[1] * _prod(kernel), _prod(out))
+        return _win.im2col(x._data, kernel, geom.stride, geom.dilation, pads=geom.pads, layout="N,CK,L")
 
     @staticmethod
     def backward(ctx, grad):
@@ -620,13 +562,7 @@ class Col2Im(Primitive):
     @staticmethod
     def forward(ctx, cols, *, kernel, geom, in_shape):
         ctx.kernel, ctx.geom = kernel, geom
-        a = cols._data
-        N = a.shape[0]
-        C = a.shape[1] // _prod(kernel)
-        out = _out_shape(in_shape, kernel, geom)
-        x = array_module(a).zeros((N, C) + tuple(in_shape), dtype=a.dtype)
-        col2im_add(x, a.reshape((N, C) + tuple(kernel) + out), kernel, geom.stride, geom.dilation, out, geom.pads)
-        return x
+        return _win.col2im(cols._data, in_shape, kernel, geom.stride, geom.dilation, geom.pads)
 
     @staticmethod
     def backward(ctx, grad):

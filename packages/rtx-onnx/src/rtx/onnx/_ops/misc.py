@@ -8,6 +8,7 @@ import itertools
 import numpy as np
 
 import rtx.nn.functional as F
+from rtx.kernel import windows as _win
 from rtx.onnx._ops import arr, const, ints, is_grad_float, np_dtype, op, scalar, wrap_axis
 
 
@@ -346,19 +347,8 @@ def col2im(inputs, attrs, opset):
     dil = attrs.get("dilations") or [1] * nd
     pads = attrs.get("pads") or [0] * (2 * nd)
     strides = attrs.get("strides") or [1] * nd
-    n, ck, _ = x.shape
-    kprod = int(np.prod(block))
-    c = ck // kprod
-    padded = [image[i] + pads[i] + pads[nd + i] for i in range(nd)]
-    outs = [(padded[i] - ((block[i] - 1) * dil[i] + 1)) // strides[i] + 1 for i in range(nd)]
-    cols = x.reshape((n, c) + tuple(block) + tuple(outs))
-    y = np.zeros((n, c) + tuple(padded), x.dtype)
-    for k in itertools.product(*[range(b) for b in block]):
-        sl = tuple(slice(k[i] * dil[i], k[i] * dil[i] + strides[i] * (outs[i] - 1) + 1, strides[i])
-                   for i in range(nd))
-        y[(slice(None), slice(None)) + sl] += cols[(slice(None), slice(None)) + k]
-    crop = tuple(slice(pads[i], pads[i] + image[i]) for i in range(nd))
-    return const(y[(slice(None), slice(None)) + crop])
+    # contributions on the padding are dropped rather than summed into a padded image and cropped
+    return const(_win.col2im(x, image, block, strides, dil, tuple(zip(pads[:nd], pads[nd:]))))
 
 
 @op("DeformConv")

@@ -8,6 +8,7 @@ import numpy as np
 
 import rtx
 import rtx.nn.functional as F
+from rtx.kernel import windows as _win
 from rtx.onnx._ops import arr, const, ints, is_grad_float, op, scalar, wrap_axis
 from rtx.onnx._ops.shape import concat, reshape, slice_axis, take
 
@@ -202,20 +203,33 @@ def _pool_geometry(attrs, in_shape, kernel, strides, dil):
     return out, pb, pe
 
 
+def _end_pads(shp, out, kernel, strides, dil, pb, pe):
+    """The end padding: pe plus whatever the last (ceil-mode) window reaches past it."""
+    need = [(o - 1) * s + (k - 1) * d + 1 for o, s, k, d in zip(out, strides, kernel, dil)]
+    return [e + max(m - (n + b + e), 0) for m, n, b, e in zip(need, shp[2:], pb, pe)]
+
+
+def _window_view(a, out, kernel, strides, dil, pb, pe, fill):
+    """An array (N, C, *S) -> a read-only (N, C, *out, *kernel) view of every pooling window over a
+    copy padded with `fill`."""
+    pads = list(zip(pb, _end_pads(a.shape, out, kernel, strides, dil, pb, pe)))
+    return _win.sliding_windows(_win.pad(a, pads, fill), kernel, strides, dil, out_shape=out, kernel_first=False,
+                                writeable=False)
+
+
 def _windows(x, out, kernel, strides, dil, pb, pe, fill):
-    """(N, C, *S) -> (N, C, *out, *kernel): every pooling window, padded with `fill`."""
+    """(N, C, *S) -> (N, C, *out, *kernel): every pooling window, padded with `fill`. Float tensors
+    gather the windows with `take`, which autograd runs back through (a strided view has no
+    gradient here); other types get rtx.kernel.windows's strided view."""
+    if not is_grad_float(x):
+        return const(_window_view(arr(x), out, kernel, strides, dil, pb, pe, fill))
     nd = len(kernel)
-    need = [(out[i] - 1) * strides[i] + (kernel[i] - 1) * dil[i] + 1 for i in range(nd)]
-    shp = arr(x).shape
-    extra = [max(need[i] - (shp[2 + i] + pb[i] + pe[i]), 0) for i in range(nd)]
-    x = _pad_spatial(x, pb, [pe[i] + extra[i] for i in range(nd)], fill)
+    x = _pad_spatial(x, pb, _end_pads(arr(x).shape, out, kernel, strides, dil, pb, pe), fill)
     for i in range(nd):
         idx = (np.arange(out[i]) * strides[i])[:, None] + (np.arange(kernel[i]) * dil[i])[None, :]
         x = take(x, 2 + 2 * i, idx)
     perm = [0, 1] + [2 + 2 * i for i in range(nd)] + [3 + 2 * i for i in range(nd)]
-    if is_grad_float(x):
-        return rtx.permute(x, tuple(perm))
-    return const(np.transpose(arr(x), perm))
+    return rtx.permute(x, tuple(perm))
 
 
 def _window_counts(in_shape, out, kernel, strides, dil, pb, pe, include_pad):
@@ -223,8 +237,7 @@ def _window_counts(in_shape, out, kernel, strides, dil, pb, pe, include_pad):
     nd = len(kernel)
     mask = np.ones((1, 1) + tuple(in_shape), np.float64)
     fill = 1.0 if include_pad else 0.0
-    mask = const(mask)
-    w = arr(_windows(mask, out, kernel, strides, dil, pb, pe, fill))
+    w = _window_view(mask, out, kernel, strides, dil, pb, pe, fill)
     if include_pad:
         # the overhang beyond the explicit pads does not count
         for i in range(nd):
@@ -271,7 +284,7 @@ def max_pool(inputs, attrs, opset):
         return y
     # Indices: flat positions in the unpadded input (row-major, or column-major for storage_order=1)
     pos = np.arange(int(np.prod(shp))).reshape(shp).astype(np.float64)
-    wpos = arr(_windows(const(pos), out, kernel, strides, dil, pb, pe, -1.0)).reshape(arr(flat).shape)
+    wpos = _window_view(pos, out, kernel, strides, dil, pb, pe, -1.0).reshape(arr(flat).shape)
     am = np.argmax(np.where(wpos >= 0, arr(flat).astype(np.float64), -np.inf), axis=-1)
     idx = np.take_along_axis(wpos, am[..., None], -1)[..., 0].astype(np.int64)
     if attrs.get("storage_order", 0):
