@@ -1,0 +1,221 @@
+"""The tuning cache: configurations that rtx-automeasure measured fastest on this machine, read
+by the kernels that have tunable parameters (a convolution's chunk size, attention tiles, thread
+counts, CUDA block sizes). The reader lives here, at the bottom of the layer table, so that
+rtx-kernel, rtx-nn and rtx-flash-attn can consult it without importing rtx-automeasure (the
+writer, in the specialized layer).
+
+The file is JSON at `$RTX_TUNING_CACHE`, else `<user cache dir>/rtx/tuning.json`. An entry is keyed by
+(op, shape bucket, dtype, device name, machine fingerprint); the fingerprint is a hash of the
+CPU model, core count, BLAS library and its version (and NumPy's), so a cache copied to another
+machine, or kept across a BLAS upgrade, is simply not consulted there. A corrupt or unreadable
+file is ignored with a warning (the kernels then use their defaults); writes replace the file
+in one step (a temporary file renamed over it), so a reader never sees half a file.
+
+    lookup("conv2d", (8, 64, 32, 32), "float32")   # -> {"chunk_bytes": ..., ...} or None
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import platform
+import secrets
+import sys
+import threading
+import warnings
+from pathlib import Path
+
+__all__ = ["cache_path", "clear_memo", "entries", "lookup", "machine_fingerprint", "make_key",
+           "shape_bucket", "store"]
+
+FORMAT = 1
+_memo = {"path": None, "stamp": None, "data": None}
+_memo_lock = threading.Lock()
+
+
+def cache_path() -> Path:
+    """$RTX_TUNING_CACHE, else the user cache directory's rtx/tuning.json (XDG_CACHE_HOME or
+    ~/.cache on Linux, ~/Library/Caches on macOS, %LOCALAPPDATA% on Windows)."""
+    env = os.environ.get("RTX_TUNING_CACHE")
+    if env:
+        return Path(env).expanduser()
+    if sys.platform == "win32":
+        base = Path(os.environ.get("LOCALAPPDATA") or Path.home() / "AppData" / "Local")
+    elif sys.platform == "darwin":
+        base = Path.home() / "Library" / "Caches"
+    else:
+        base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return base / "rtx" / "tuning.json"
+
+
+# ---- keys ------------------------------------------------------------------------------------------
+
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or "unknown"
+
+
+def _blas() -> str:
+    """The BLAS NumPy calls, with its version (threadpoolctl reports the library actually
+    loaded; NumPy's build config names the one it was built against)."""
+    try:
+        from threadpoolctl import threadpool_info
+        libs = [i for i in threadpool_info() if i.get("user_api") == "blas"]
+        if libs:
+            return ",".join(f"{i.get('internal_api')}-{i.get('version')}-{i.get('architecture') or ''}" for i in libs)
+    except Exception:
+        pass
+    try:
+        import numpy
+        blas = numpy.show_config(mode="dicts")["Build Dependencies"]["blas"]
+        return f"{blas.get('name')}-{blas.get('version')}"
+    except Exception:
+        return "unknown"
+
+
+_fp = {}
+
+
+def machine_fingerprint() -> dict:
+    """{"cpu", "cores", "blas", "numpy", "id"}: what a tuned configuration depends on; "id" is a
+    short hash of the rest, the part of every key. Computed once per process."""
+    if not _fp:
+        import numpy
+        desc = {"cpu": _cpu_model(), "cores": os.cpu_count() or 1, "blas": _blas(), "numpy": numpy.__version__}
+        desc["id"] = hashlib.sha256(json.dumps(desc, sort_keys=True).encode()).hexdigest()[:12]
+        _fp.update(desc)
+    return dict(_fp)
+
+
+def shape_bucket(shape) -> str:
+    """Each dimension rounded up to a power of two ("8x64x32x32"): shapes that tune alike share
+    an entry, so a kernel called on 30x30 and on 32x32 images reads one configuration."""
+    dims = []
+    for d in shape:
+        d = int(d)
+        if d < 0:
+            raise ValueError(f"shape_bucket expects non-negative dimensions, got {tuple(shape)}")
+        dims.append(1 if d <= 1 else 1 << (d - 1).bit_length())
+    return "x".join(map(str, dims)) or "scalar"
+
+
+def _device_name(device) -> str:
+    name = str(getattr(device, "type", device) if not isinstance(device, str) else device)
+    if name.startswith("cuda"):
+        from rtx.runtime import cuda
+        index = getattr(device, "index", None)
+        if index is None and ":" in name:
+            index = int(name.split(":")[1])
+        try:
+            return "cuda:" + cuda.get_device_name(index or 0)
+        except Exception:
+            return name
+    return name
+
+
+def _dtype_name(dtype) -> str:
+    if dtype is None:
+        return "any"
+    import numpy
+    try:
+        return numpy.dtype(dtype).name
+    except TypeError:
+        return str(dtype).removeprefix("rtx.")
+
+
+def make_key(op: str, shape=(), dtype=None, device="cpu") -> str:
+    """The cache key "op|bucket|dtype|device name|fingerprint id"."""
+    if not isinstance(op, str) or not op or "|" in op:
+        raise ValueError(f"make_key expects an op name without '|', got {op!r}")
+    return "|".join([op, shape_bucket(shape), _dtype_name(dtype), _device_name(device), machine_fingerprint()["id"]])
+
+
+# ---- reading ---------------------------------------------------------------------------------------
+
+def _read(path: Path) -> dict:
+    """The file's entries, re-read only when it changed (kernels call lookup on every call)."""
+    try:
+        st = path.stat()
+        stamp = (st.st_mtime_ns, st.st_size, st.st_ino)
+    except OSError:
+        stamp = None
+    with _memo_lock:
+        if _memo["path"] == path and _memo["stamp"] == stamp and _memo["data"] is not None:
+            return _memo["data"]
+    data = {}
+    if stamp is not None:
+        try:
+            doc = json.loads(path.read_text(encoding="utf-8"))
+            if not isinstance(doc, dict) or not isinstance(doc.get("entries"), dict):
+                raise ValueError("expected an object with an 'entries' object")
+            data = {k: v for k, v in doc["entries"].items() if isinstance(v, dict) and isinstance(v.get("config"), dict)}
+        except (OSError, ValueError) as e:  # json.JSONDecodeError is a ValueError
+            warnings.warn(f"rtx tuning cache {path} ignored ({e}); kernels use their defaults. "
+                          "Delete it or run `rtx automeasure tune` to rebuild it.", RuntimeWarning, stacklevel=3)
+    with _memo_lock:
+        _memo.update(path=path, stamp=stamp, data=data)
+    return data
+
+
+def clear_memo() -> None:
+    """Forget the in-memory copy (the next lookup re-reads the file)."""
+    with _memo_lock:
+        _memo.update(path=None, stamp=None, data=None)
+
+
+def lookup(op: str, shape=(), dtype=None, device="cpu"):
+    """The tuned configuration (a dict) for this op, shape bucket, dtype and device on this
+    machine, or None: then the caller uses its default. Never raises on a bad file."""
+    entry = _read(cache_path()).get(make_key(op, shape, dtype, device))
+    return dict(entry["config"]) if entry else None
+
+
+def entries() -> dict:
+    """Every entry of the cache file, {key: {"config", "op", ...}}, this machine's or not."""
+    return {k: dict(v) for k, v in _read(cache_path()).items()}
+
+
+# ---- writing ---------------------------------------------------------------------------------------
+
+def _write_atomic(path: Path, text: str) -> None:
+    """Replace `path` by `text` in one step. rtx.config.files.write_atomic does the same, but
+    rtx-config sits in this package's tier and the two stay independent, so this is a small
+    local copy: a temporary file in the same folder, flushed and fsynced, then os.replace."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.parent / f".{path.name}.{secrets.token_hex(6)}.tmp"
+    try:
+        with open(tmp, "x", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def store(op: str, shape, dtype, device, config: dict, **info) -> str:
+    """Record `config` (a JSON-able dict) as the tuned configuration for this key; `info` (e.g.
+    the measured times) is kept beside it for `rtx automeasure report`. Returns the key.
+    Read-modify-write: two processes storing at the same instant may lose one entry, never the
+    file."""
+    if not isinstance(config, dict):
+        raise TypeError(f"store expects config as a dict, got {type(config).__name__}")
+    path = cache_path()
+    key = make_key(op, shape, dtype, device)
+    with warnings.catch_warnings():  # a corrupt file is being replaced: no need to warn about it
+        warnings.simplefilter("ignore", RuntimeWarning)
+        data = dict(_read(path))
+    fp = machine_fingerprint()
+    data[key] = {"op": op, "bucket": shape_bucket(shape), "dtype": _dtype_name(dtype), "device": _device_name(device),
+                 "machine": {k: fp[k] for k in ("cpu", "cores", "blas")}, "config": config, **info}
+    doc = {"format": FORMAT, "entries": data}
+    _write_atomic(path, json.dumps(doc, indent=1, sort_keys=True, default=float))
+    clear_memo()
+    return key
