@@ -18,6 +18,7 @@ im2col). rtx.edge's runtime keeps its own few lines of this, since it must run w
 from __future__ import annotations
 
 import itertools
+import math
 from functools import lru_cache
 
 import numpy as np
@@ -28,6 +29,8 @@ __all__ = ["out_shape", "pad", "sliding_windows", "im2col", "col2im_add", "col2i
 
 
 def _tuple(v, nd, name):
+    if type(v) is tuple and len(v) == nd:   # the common case, on every call of the hot paths
+        return v
     if isinstance(v, (int, np.integer)):
         return (int(v),) * nd
     t = tuple(int(i) for i in v)
@@ -68,7 +71,7 @@ def pad(x, pads, value=0, *, axis=2, buf=None):
     if buf is None:
         out = xp.full(shape, value, dtype=x.dtype) if value else xp.zeros(shape, dtype=x.dtype)
     else:
-        out = buf[:_prod(shape)].reshape(shape)
+        out = buf[:math.prod(shape)].reshape(shape)
         for i, (lo, hi) in enumerate(pads):  # only the border is written twice
             before = lead + (slice(None),) * i
             out[before + (slice(0, lo),)] = value
@@ -85,7 +88,7 @@ def sliding_windows(x, kernel, stride=1, dilation=1, *, out_shape=None, axis=2, 
     strided view past the end would read foreign memory). writeable=False makes a NumPy view
     read-only (windows overlap: a write through one lands in several); CuPy has no such flag."""
     nd = len(kernel)
-    kernel = tuple(int(k) for k in kernel)
+    kernel = tuple(kernel)
     stride, dilation = _tuple(stride, nd, "stride"), _tuple(dilation, nd, "dilation")
     spatial = x.shape[axis:axis + nd]
     if len(spatial) != nd:
@@ -97,11 +100,11 @@ def sliding_windows(x, kernel, stride=1, dilation=1, *, out_shape=None, axis=2, 
                              f"span {span}")
         out = tuple((n - e) // s + 1 for n, e, s in zip(spatial, span, stride))
     else:
-        out = tuple(int(o) for o in out_shape)
-        if any(o > 0 and (o - 1) * s + d * (k - 1) >= n
-               for o, s, d, k, n in zip(out, stride, dilation, kernel, spatial)):
-            raise ValueError(f"{out} windows of kernel {kernel} (stride {stride}, dilation {dilation}) do not fit "
-                             f"in spatial size {tuple(spatial)}")
+        out = tuple(out_shape)
+        for o, s, d, k, n in zip(out, stride, dilation, kernel, spatial):
+            if o > 0 and (o - 1) * s + d * (k - 1) >= n:
+                    raise ValueError(f"{out} windows of kernel {kernel} (stride {stride}, dilation {dilation}) do not "
+                                 f"fit in spatial size {tuple(spatial)}")
     st = x.strides
     ks = tuple(st[axis + i] * dilation[i] for i in range(nd))
     os_ = tuple(st[axis + i] * stride[i] for i in range(nd))
@@ -125,7 +128,8 @@ LAYOUTS = {
 
 @lru_cache(maxsize=None)
 def _layout(layout, nd, batch_last):
-    """(the permutation of the window view's axes, the letter groups) for a layout string."""
+    """(the permutation of the window view's axes, each result axis as a [start, stop) range of the
+    permuted view's axes) for a layout string."""
     parts = layout.split(",")
     letters = "".join(parts)
     if sorted(letters) != sorted("CKLN"):
@@ -136,14 +140,12 @@ def _layout(layout, nd, batch_last):
     else:            # view (N, C, *k, *out)
         axes = {"N": (0,), "C": (1,), "K": tuple(range(2, 2 + nd)), "L": tuple(range(2 + nd, 2 + 2 * nd))}
     perm = tuple(a for ch in letters for a in axes[ch])
-    return perm, tuple(tuple(p) for p in parts)
-
-
-def _prod(xs):
-    n = 1
-    for v in xs:
-        n *= v
-    return n
+    bounds, start = [], 0
+    for part in parts:
+        stop = start + sum(len(axes[ch]) for ch in part)
+        bounds.append((start, stop))
+        start = stop
+    return perm, tuple(bounds)
 
 
 def im2col(x, kernel, stride=1, dilation=1, *, pads=None, pad_value=0, out_shape=None, layout="CK,NL",
@@ -158,16 +160,15 @@ def im2col(x, kernel, stride=1, dilation=1, *, pads=None, pad_value=0, out_shape
     if pads is not None:
         x = pad(x, _pairs(pads, nd), pad_value, axis=axis)
     win = sliding_windows(x, kernel, stride, dilation, out_shape=out_shape, axis=axis)
-    perm, parts = _layout(layout, nd, batch_last)
+    perm, bounds = _layout(layout, nd, batch_last)
     src = win.transpose(perm)
+    shape = src.shape
     if buf is None:
-        dst = array_module(x).empty(src.shape, dtype=x.dtype)
+        dst = array_module(x).empty(shape, dtype=x.dtype)
     else:
-        dst = buf[:_prod(src.shape)].reshape(src.shape)
+        dst = buf[:math.prod(shape)].reshape(shape)
     dst[...] = src
-    sizes = {"N": x.shape[-1] if batch_last else x.shape[0], "C": x.shape[0 if batch_last else 1],
-             "K": _prod(kernel), "L": _prod(win.shape[axis + nd:axis + 2 * nd])}
-    return dst.reshape(tuple(_prod(sizes[ch] for ch in part) for part in parts))
+    return dst.reshape(tuple(math.prod(shape[a:b]) for a, b in bounds))
 
 
 def col2im_add(dst, cols, kernel, stride, dilation, out_shape, pads=None):
@@ -205,9 +206,9 @@ def col2im(cols, in_shape, kernel, stride=1, dilation=1, pads=None):
     pads = _pairs(pads, nd)
     out = out_shape(in_shape, kernel, stride, dilation, pads)
     N, CK = cols.shape[:2]
-    K = _prod(kernel)
-    if CK % K or cols.shape[2:] != (_prod(out),):
-        raise ValueError(f"col2im: expected columns (N, C*{K}, {_prod(out)}) for kernel {kernel} over {in_shape} "
+    K = math.prod(kernel)
+    if CK % K or cols.shape[2:] != (math.prod(out),):
+        raise ValueError(f"col2im: expected columns (N, C*{K}, {math.prod(out)}) for kernel {kernel} over {in_shape} "
                          f"(stride {stride}, dilation {dilation}, pads {pads}), got {tuple(cols.shape)}")
     x = array_module(cols).zeros((N, CK // K) + in_shape, dtype=cols.dtype)
     return col2im_add(x, cols.reshape((N, CK // K) + kernel + out), kernel, stride, dilation, out, pads)
