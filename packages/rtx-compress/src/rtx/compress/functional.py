@@ -11,12 +11,13 @@ import rtx
 from rtx.autograd import Function
 from rtx.compress.qtypes import as_qdtype, qrange, storage
 from rtx.kernel.int_gemm import int_matmul  # noqa: F401  (re-exported: rtx.compress.functional.int_matmul)
+from rtx.kernel.quant import FLOAT32_EPS, choose_qparams
 
 __all__ = ["calculate_qparams", "quantize_per_tensor", "quantize_per_channel", "dequantize",
            "fake_quantize_per_tensor_affine", "fake_quantize_per_channel_affine", "int_matmul",
            "quantize_array"]
 
-_EPS = float(np.finfo(np.float32).eps)  # PyTorch's floor for a scale (torch.finfo(float32).eps)
+_EPS = FLOAT32_EPS  # PyTorch's floor for a scale (torch.finfo(float32).eps)
 _SCHEMES = ("per_tensor_affine", "per_tensor_symmetric", "per_channel_affine", "per_channel_symmetric")
 
 
@@ -31,18 +32,11 @@ def calculate_qparams(min_val, max_val, quant_min, quant_max, qscheme="per_tenso
     max_val = np.asarray(max_val, dtype=np.float64)
     if np.any(min_val > max_val):
         raise ValueError(f"min_val should be less than or equal to max_val, got {min_val} > {max_val}")
-    min_neg = np.minimum(min_val, 0.0)
-    max_pos = np.maximum(max_val, 0.0)
-    if qscheme.endswith("symmetric"):
-        amax = np.maximum(-min_neg, max_pos)
-        scale = amax / ((quant_max - quant_min) / 2)
-        scale = np.maximum(scale, eps)
-        zero_point = np.full(scale.shape, symmetric_zero, dtype=np.int64)
-    else:
-        scale = np.maximum((max_pos - min_neg) / float(quant_max - quant_min), eps)
-        zero_point = quant_min - np.round(min_neg / scale).astype(np.int64)
-        zero_point = np.clip(zero_point, quant_min, quant_max)
-    return scale.astype(np.float32), zero_point.astype(np.int64)
+    # PyTorch's observers: a tiny scale is raised to eps, zero_point = quant_min - round(min / scale)
+    # from the unrounded scale (rtx.kernel.quant says how rtx.edge and ONNX differ, and why)
+    return choose_qparams(min_val, max_val, quant_min, quant_max, symmetric=qscheme.endswith("symmetric"),
+                          symmetric_zero=symmetric_zero, eps=eps, tiny_scale="raise_to_eps",
+                          zero_point_rounding="round_then_shift")
 
 
 def _bcast(v, ndim, axis):

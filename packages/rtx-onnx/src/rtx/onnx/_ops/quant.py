@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from rtx.kernel.int_gemm import INT_RANGES
+from rtx.kernel.quant import choose_qparams
 from rtx.onnx._ops import arr, cast_array, const, np_dtype, op, wrap_axis
 
 
@@ -77,9 +78,12 @@ def dequantize_linear(inputs, attrs, opset):
 @op("DynamicQuantizeLinear")
 def dynamic_quantize_linear(inputs, attrs, opset):
     x = arr(inputs[0]).astype(np.float32)
-    lo, hi = min(float(x.min(initial=0.0)), 0.0), max(float(x.max(initial=0.0)), 0.0)
-    scale = np.float32((hi - lo) / 255.0)
-    zp = np.uint8(np.clip(np.rint(0 - lo / scale), 0, 255)) if scale != 0 else np.uint8(0)
+    # The spec's formula: rint(0 - min / scale) in float32, saturated; the float32 scale is kept even
+    # when tiny (onnxruntime's too), and an all-zero x gets scale 0 and zero point 0.
+    scale, zp = choose_qparams(float(x.min(initial=0.0)), float(x.max(initial=0.0)), 0, 255, tiny_scale="keep",
+                               zero_point_rounding="shift_then_round", scale_dtype=np.float32,
+                               zero_point_dtype=np.float32)
+    scale, zp = scale[()], np.uint8(zp)
     y = np.clip(np.rint(x / scale) + zp, 0, 255).astype(np.uint8) if scale != 0 else np.zeros(x.shape, np.uint8)
     return const(y), const(np.array(scale, np.float32)), const(np.array(zp, np.uint8))
 
