@@ -25,7 +25,8 @@ cell = st.one_of(st.none(), st.text("abcz09 .-", max_size=4), st.integers(-5, 20
 def pandas_ok(df):
     """The same rules, written with pandas: the independent judge of which rows are good."""
     age = pd.to_numeric(df.age.str.strip(), errors="coerce")
-    age_ok = age.notna() & df.age.str.strip().str.fullmatch(r"[+-]?\d+").fillna(False).astype(bool) & age.between(0, 120)
+    is_int = df.age.str.strip().str.fullmatch(r"[+-]?\d+").fillna(False).astype(bool)
+    age_ok = age.notna() & is_int & age.between(0, 120)
     score = pd.to_numeric(df.score.str.strip(), errors="coerce")
     score_ok = df.score.isna() | (score.notna() & (score >= 0))
     name_ok = df.name.notna() & df.name.str.fullmatch(r"[a-z]+").fillna(False).astype(bool)
@@ -59,11 +60,13 @@ def test_quarantine_accounting_random_rows(tmp_path, rows):
 
 def test_validate_types_and_reasons(tmp_path):
     t = pa.table({"n": ["1", " 2 ", "x", None, "99999999999999999999"], "f": [1.5, 2.0, 3.0, 4.0, 5.0],
-                  "b": ["true", "no", "maybe", "1", "0"], "ts": ["2024-01-02 03:04:05", "bad", None, "2024-02-29", "2024-13-01"]})
+                  "b": ["true", "no", "maybe", "1", "0"],
+                  "ts": ["2024-01-02 03:04:05", "bad", None, "2024-02-29", "2024-13-01"]})
     s = Schema({"n": Column("int64"), "f": Column("int64"), "b": Column("bool"), "ts": Column("timestamp")})
     out = Dataset.from_arrow(t, cache_dir=False).validate(s, quarantine=tmp_path / "q.parquet")
     bad = pq.read_table(tmp_path / "q.parquet").to_pylist()
-    assert out.to_arrow().to_pylist() == [{"n": None, "f": 4, "b": True, "ts": pd.Timestamp("2024-02-29").to_pydatetime()}]
+    ts = pd.Timestamp("2024-02-29").to_pydatetime()
+    assert out.to_arrow().to_pylist() == [{"n": None, "f": 4, "b": True, "ts": ts}]
     reasons = {r["_row"]: r["_reason"] for r in bad}
     assert reasons[0] == "f: 1.5 is not int64"
     assert reasons[1] == "ts: 'bad' is not timestamp"

@@ -10,3 +10,8 @@ from rtx.etl.dataset import Dataset, concatenate_datasets
 from rtx.etl.validate import Column, Schema
 
 __all__ = ["Dataset", "concatenate_datasets", "Column", "Schema"]
+
+from rtx.etl.outputs import ShardedIterableDataset, ShardedLoader  # noqa: E402
+from rtx.etl.pipeline import Pipeline  # noqa: E402
+
+__all__ += ["ShardedIterableDataset", "ShardedLoader", "Pipeline"]

@@ -291,7 +291,8 @@ class Dataset:
         if missing:
             raise ValueError(f"rename: no column {missing}; columns are {self.column_names}")
         names = [mapping.get(c, c) for c in self.column_names]
-        return self._derive(self._table.rename_columns(names), fpr.of_step(self._fingerprint, "rename", None, m=mapping),
+        fp = fpr.of_step(self._fingerprint, "rename", None, m=mapping)
+        return self._derive(self._table.rename_columns(names), fp,
                             "rename")
 
     rename_columns = rename
@@ -506,7 +507,8 @@ def _map_span(table, start, stop, function, batched, fmt, remove, kw):
     if out is None:
         return base
     if not isinstance(out, pa.Table):
-        out = pa.table({k: v if isinstance(v, (pa.Array, pa.ChunkedArray)) else pa.array(list(v)) for k, v in out.items()})
+        out = pa.table({k: v if isinstance(v, (pa.Array, pa.ChunkedArray)) else pa.array(list(v))
+                        for k, v in out.items()})
     if out.num_rows != part.num_rows:
         return out  # a different row count: the function's columns alone (HF requires remove_columns here)
     for name in out.column_names:

@@ -1,0 +1,275 @@
+"""Pipeline: declared steps run by partitions, locally (streaming, bounded memory) or on Dask distributed.
+
+    Pipeline([
+        {"op": "read_csv", "paths": "raw/*.csv", "partition_bytes": 32 << 20},
+        {"op": "validate", "schema": {"age": {"dtype": "int64", "min": 0}}, "quarantine": "out/bad"},
+        {"op": "sql", "query": "SELECT *, age / 10 AS decade FROM data WHERE age > 0"},
+        {"op": "dedup", "columns": ["id"]},
+        {"op": "write_parquet", "dir": "out/shards", "rows_per_shard": 100000},
+    ]).run(engine="local")          # or engine="dask", address="tcp://scheduler:8786"
+
+A partition is a byte range of a CSV file (cut at a newline; quoted fields with newlines are not
+supported when a file is split) or a whole Parquet/JSON file. Steps before `dedup` are row-local and run
+per partition; dedup is global: locally a sorted set of 64-bit row keys carried across partitions, on
+Dask a hash shuffle of (key, position) into buckets that keep each key's earliest position. Both keep the
+same rows, and partition i's surviving rows are written to `part-<i>-<j>.parquet` by either engine, so
+the local and the Dask runs produce identical files. `sql` here must be row-local (WHERE, computed
+columns); aggregates belong in Dataset.sql. The report counts every row: read = kept + quarantined +
+filtered, overall and per step.
+"""
+from __future__ import annotations
+
+import io
+import os
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.csv as pcsv
+import pyarrow.parquet as pq
+
+from rtx.etl import dedup as _dedup
+from rtx.etl import readers
+from rtx.etl.validate import TYPES, Schema, check
+
+SOURCES = ("read_csv", "read_parquet", "read_json")
+ROW_STEPS = ("validate", "sql", "select_columns", "rename", "cast")
+SINKS = ("write_parquet",)
+
+
+def _schema(step) -> Schema:
+    return Schema.from_dict(step["schema"])
+
+
+def _csv_partitions(path: str, partition_bytes: int):
+    size = os.path.getsize(path)
+    with open(path, "rb") as f:
+        header = f.readline()
+        starts, pos = [], len(header)
+        while pos < size:
+            starts.append(pos)
+            f.seek(min(pos + partition_bytes, size))
+            if pos + partition_bytes >= size:
+                break
+            f.readline()  # to the end of the line the cut fell in
+            pos = f.tell()
+    ends = starts[1:] + [size]
+    return [{"kind": "csv", "path": path, "start": s, "end": e} for s, e in zip(starts, ends)]
+
+
+def _read_partition(p, src_step, string_cols) -> pa.Table:
+    if p["kind"] == "csv":
+        with open(p["path"], "rb") as f:
+            header = f.readline()
+            f.seek(p["start"])
+            body = f.read(p["end"] - p["start"])
+        bad = []
+
+        def on_bad(row):
+            bad.append(row)
+            return "error"
+        types = {c: pa.string() for c in string_cols}
+        types.update({k: TYPES[v] for k, v in (src_step.get("column_types") or {}).items()})
+        try:
+            return pcsv.read_csv(io.BytesIO(header + body), read_options=pcsv.ReadOptions(use_threads=False),
+                                 parse_options=pcsv.ParseOptions(delimiter=src_step.get("delimiter", ","),
+                                                                 invalid_row_handler=on_bad),
+                                 convert_options=pcsv.ConvertOptions(column_types=types))
+        except pa.ArrowInvalid as e:
+            if bad:
+                with open(p["path"], "rb") as f:
+                    before = f.read(p["start"]).count(b"\n")
+                r = bad[0]
+                raise ValueError(f"{p['path']}: line {before + r.number - 1}: expected "
+                                 f"{r.expected_columns} columns, got {r.actual_columns}: {r.text[:200]!r}") from None
+            raise ValueError(f"{p['path']} (bytes {p['start']}-{p['end']}): {e}") from None
+    if p["kind"] == "parquet":
+        return readers.read_parquet(p["path"])
+    return readers.read_json(p["path"])
+
+
+def _row_steps(table: pa.Table, steps, index: int, counts: list):
+    """Apply row-local steps; counts[k] accumulates [in, out, quarantined] of step k."""
+    import duckdb
+    for k, step in steps:
+        n_in, q = table.num_rows, 0
+        op = step["op"]
+        if op == "validate":
+            table, bad = check(table, _schema(step))
+            q = bad.num_rows
+            if step.get("quarantine") and q:
+                d = Path(step["quarantine"])
+                d.mkdir(parents=True, exist_ok=True)
+                pq.write_table(bad.append_column("_partition", pa.array(np.full(q, index), pa.int64())),
+                               str(d / f"part-{index:05d}.parquet"))
+        elif op == "sql":
+            con = duckdb.connect()
+            con.register("data", table)
+            table = con.sql(step["query"]).to_arrow_table()
+        elif op == "select_columns":
+            table = table.select(step["columns"])
+        elif op == "rename":
+            table = table.rename_columns([step["mapping"].get(c, c) for c in table.column_names])
+        elif op == "cast":
+            table = table.cast(pa.schema([pa.field(f.name, TYPES.get(step["types"].get(f.name), f.type))
+                                          for f in table.schema]))
+        counts[k] = [a + b for a, b in zip(counts[k], (n_in, table.num_rows, q))]
+    return table
+
+
+class Pipeline:
+    def __init__(self, steps: list[dict]):
+        if not steps or steps[0].get("op") not in SOURCES:
+            raise ValueError(f"a pipeline starts with a source step {SOURCES}, got {steps[:1]}")
+        for s in steps[1:]:
+            if s.get("op") not in (*ROW_STEPS, "dedup", *SINKS):
+                raise ValueError(f"unknown step op {s.get('op')!r}; known: {[*ROW_STEPS, 'dedup', *SINKS]}")
+        if sum(s["op"] == "dedup" for s in steps) > 1:
+            raise ValueError("a pipeline has at most one dedup step")
+        self.steps = [dict(s) for s in steps]
+        self.source = self.steps[0]
+        body = list(enumerate(self.steps))[1:]
+        cut = next((i for i, (_, s) in enumerate(body) if s["op"] == "dedup"), len(body))
+        self.before = [(k, s) for k, s in body[:cut] if s["op"] in ROW_STEPS]
+        self.dedup = body[cut] if cut < len(body) else None
+        self.after = [(k, s) for k, s in body[cut + 1:] if s["op"] in ROW_STEPS]
+        self.sink = next((s for s in self.steps if s["op"] in SINKS), None)
+        first_validate = next((s for _, s in self.before if s["op"] == "validate"), None)
+        # validated columns are read as text: validate() casts them row by row and quarantines what fails
+        self.string_cols = list(_schema(first_validate).columns) if first_validate else []
+
+    def partitions(self) -> list[dict]:
+        src = self.source
+        files = readers.expand(src["paths"])
+        if src["op"] == "read_csv":
+            parts = []
+            for f in files:
+                parts += _csv_partitions(f, int(src.get("partition_bytes", 32 << 20)))
+            return parts
+        return [{"kind": src["op"].removeprefix("read_"), "path": f} for f in files]
+
+    # stage 1: read a partition and run the row-local steps before dedup
+    def _stage1(self, index, part):
+        counts = {k: [0, 0, 0] for k, _ in self.before}
+        t = _read_partition(part, self.source, self.string_cols)
+        n_read = t.num_rows
+        t = _row_steps(t, self.before, index, counts)
+        keys = _dedup.row_keys(t, self.dedup[1].get("columns") or t.column_names) if self.dedup else None
+        return t, keys, n_read, counts
+
+    # stage 3: drop the duplicates, run the steps after dedup, write partition `index`'s shards
+    def _stage3(self, index, t, keep):
+        counts = {k: [0, 0, 0] for k, _ in self.after}
+        n_dedup_in = t.num_rows
+        if keep is not None:
+            t = t.filter(pa.array(keep))
+        n_dedup_out = t.num_rows
+        t = _row_steps(t, self.after, index, counts)
+        paths = []
+        if self.sink is not None:
+            from rtx.etl.outputs import write_parquet_shards
+            if t.num_rows:
+                paths = write_parquet_shards(t, self.sink["dir"], int(self.sink.get("rows_per_shard", 100_000)),
+                                             prefix=f"part-{index:05d}")
+        return (n_dedup_in, n_dedup_out), counts, paths, t.num_rows
+
+    def run(self, engine: str = "local", address=None, client=None, progress=None) -> dict:
+        if self.sink is not None:
+            d = Path(self.sink["dir"])
+            d.mkdir(parents=True, exist_ok=True)
+            stale = list(d.glob("part-*.parquet"))
+            if stale and not self.sink.get("overwrite", True):
+                raise FileExistsError(f"{d} already holds shards; set overwrite = true")
+            for p in stale:
+                p.unlink()
+        parts = self.partitions()
+        if engine == "local":
+            results = self._run_local(parts, progress)
+        elif engine == "dask":
+            results = self._run_dask(parts, address, client)
+        else:
+            raise ValueError(f"engine must be 'local' or 'dask', got {engine!r}")
+        return self._report(results)
+
+    def _run_local(self, parts, progress):
+        seen = _dedup.SeenKeys() if self.dedup else None
+        out = []
+        for i, p in enumerate(parts):
+            t, keys, n_read, c1 = self._stage1(i, p)
+            keep = seen.first_new(keys) if seen is not None else None
+            out.append((n_read, c1, *self._stage3(i, t, keep)))
+            del t, keys
+            if progress:
+                progress(i + 1, len(parts))
+        return out
+
+    def _run_dask(self, parts, address, client):
+        from dask.distributed import Client
+        own = client is None
+        client = client or Client(address)
+        try:
+            s1 = [client.submit(self._stage1, i, p, pure=False) for i, p in enumerate(parts)]
+            keeps = [None] * len(parts)
+            if self.dedup:
+                nb = max(1, min(len(parts), 16))
+                keys = [client.submit(lambda r: r[1], f) for f in s1]
+                buckets = [client.submit(_bucket_keep, b, nb, *keys) for b in range(nb)]
+                keeps = [client.submit(_partition_keep, i, len(parts), *keys, *buckets) for i in range(len(parts))]
+            s3 = [client.submit(lambda r, i, k: self._stage3(i, r[0], k), f, i, k) for i, (f, k) in
+                  enumerate(zip(s1, keeps))]
+            meta = client.gather([client.submit(lambda r: (r[2], r[3]), f) for f in s1])
+            res = client.gather(s3)
+            return [(m[0], m[1], *r) for m, r in zip(meta, res)]
+        finally:
+            if own:
+                client.close()
+
+    def _report(self, results) -> dict:
+        steps = {k: [0, 0, 0] for k in range(1, len(self.steps))}
+        read, outputs, kept = 0, [], 0
+        for n_read, c1, dd, c3, paths, n_kept in results:
+            read += n_read
+            for k, v in (*c1.items(), *c3.items()):
+                steps[k] = [a + b for a, b in zip(steps[k], v)]
+            if self.dedup:
+                steps[self.dedup[0]] = [a + b for a, b in zip(steps[self.dedup[0]], (dd[0], dd[1], 0))]
+            outputs += paths
+            kept += n_kept
+        rows = [{"step": self.source["op"], "read": read, "kept": read, "quarantined": 0, "filtered": 0}]
+        created_total = 0
+        for k in sorted(steps):
+            if self.steps[k]["op"] in SINKS:
+                continue
+            n_in, n_out, q = steps[k]
+            created = max(0, n_out + q - n_in)  # a step that makes rows (sql with UNNEST) reads them there
+            created_total += created
+            rows.append({"step": self.steps[k]["op"], "read": n_in + created, "kept": n_out, "quarantined": q,
+                         "filtered": max(0, n_in - n_out - q)})
+        return {"read": read + created_total, "kept": kept, "quarantined": sum(r["quarantined"] for r in rows),
+                "filtered": sum(r["filtered"] for r in rows), "steps": rows, "partitions": len(results),
+                "outputs": sorted(outputs)}
+
+
+def _bucket_keep(b, nb, *keys_per_partition):
+    """For bucket b: the (partition, row) positions that hold the first occurrence of each key."""
+    ks, ps, rs = [], [], []
+    for i, k in enumerate(keys_per_partition):
+        sel = np.flatnonzero(k % np.uint64(nb) == np.uint64(b))
+        ks.append(k[sel])
+        ps.append(np.full(len(sel), i, np.int64))
+        rs.append(sel.astype(np.int64))
+    k, p, r = np.concatenate(ks), np.concatenate(ps), np.concatenate(rs)
+    order = np.lexsort((r, p, k))          # by key, then position: the first of each key run is the earliest
+    k, p, r = k[order], p[order], r[order]
+    first = np.ones(len(k), bool)
+    first[1:] = k[1:] != k[:-1]
+    return p[first], r[first]
+
+
+def _partition_keep(i, nparts, *args):
+    """Partition i's mask of rows to keep; args = every partition's keys, then every bucket's decision."""
+    keys, buckets = args[:nparts], args[nparts:]
+    keep = np.zeros(len(keys[i]), bool)
+    for p, r in buckets:
+        keep[r[p == i]] = True
+    return keep
