@@ -45,7 +45,11 @@ KNOWN = {
     "nlg": ("rtx-nlg", "train and sample a small GPT"),
     "rl": ("rtx-rl", "train and evaluate reinforcement-learning agents (PPO, A2C, DQN, SAC, TD3)"),
     "diffuse": ("rtx-diffuse", "train a class-conditional diffusion model and sample from it"),
+    "multimodal": ("rtx-multimodal", "train a small CLIP on the digits; zero-shot classify images"),
     "cfd": ("rtx-cfd", "run flow cases (cavity, channel, cylinder) against published benchmarks"),
+    "etl": ("rtx-etl", "run a data pipeline declared in TOML (local or Dask); inspect data files"),
+    "automeasure": ("rtx-automeasure", "tune rtx's kernels for this machine, show the tuning cache, run the benchmark suite"),
+    "auto": ("rtx-auto", "run hyper-parameter search workers and report studies (Optuna)"),
 }
 
 USAGE = "usage: rtx <command> [args...]\n       rtx --help | --version | help <command>"
