@@ -4,7 +4,9 @@ import importlib
 import pytest
 
 MODULES = [
+    'rtx.auto',
     'rtx.autograd',
+    'rtx.automeasure',
     'rtx.cfd',
     'rtx.classical',
     'rtx.compress',
@@ -16,6 +18,7 @@ MODULES = [
     'rtx.distributions',
     'rtx.edge',
     'rtx.etl',
+    'rtx.feature_store',
     'rtx.federated',
     'rtx.flash_attn',
     'rtx.geom',

@@ -56,7 +56,8 @@ KNOWN_PACKAGES = (
     "runtime", "memory", "kernel", "autograd", "config", "nn", "losses", "optim", "data", "preprocessing", "graph",
     "flash_attn", "transformers", "distributed", "distributions", "federated", "compress", "onnx", "inference",
     "edge", "hub", "monitoring", "serving_api", "streaming", "vision", "nlg", "demo", "utils", "amp", "fx",
-    "rl", "diffuse", "classical", "geom", "science", "cfd", "etl",
+    "rl", "diffuse", "classical", "geom", "science", "cfd", "etl", "multimodal",
+    "feature_store", "auto", "automeasure",
 )
 
 
