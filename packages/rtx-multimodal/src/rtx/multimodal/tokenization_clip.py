@@ -83,6 +83,49 @@ class CLIPTokenizer(ByteLevelBPETokenizer):
         with open(p / "tokenizer_config.json", "w", encoding="utf-8") as f:
             json.dump(cfg, f, indent=2)
 
+    @classmethod
+    def train(cls, texts, num_merges: int = 200, **kwargs) -> CLIPTokenizer:
+        """Learn a CLIP-layout vocabulary from `texts` (normalised and split as encoding does):
+        the 256 byte symbols, the same with "</w>", then `num_merges` merges of the most frequent
+        adjacent pair (ties: the larger pair), then <|startoftext|> and <|endoftext|>."""
+        from collections import Counter
+        probe = cls({"<|startoftext|>": 0, "<|endoftext|>": 1}, [])
+        table = bytes_to_unicode()
+        words: Counter = Counter()
+        for text in texts:
+            text = _WS.sub(" ", unicodedata.normalize("NFC", text)).lower()
+            for word in probe._split.findall(text):
+                for piece in probe._byte_level.findall(word):
+                    sym = [table[b] for b in piece.encode("utf-8")]
+                    sym[-1] += _END
+                    words[tuple(sym)] += 1
+        merges = []
+        for _ in range(num_merges):
+            pairs: Counter = Counter()
+            for w, c in words.items():
+                for pair in zip(w, w[1:]):
+                    pairs[pair] += c
+            if not pairs:
+                break
+            best = max(pairs, key=lambda p: (pairs[p], p))
+            merges.append(best)
+            merged_words: Counter = Counter()
+            for w, c in words.items():
+                out, i = [], 0
+                while i < len(w):
+                    if i < len(w) - 1 and (w[i], w[i + 1]) == best:
+                        out.append(w[i] + w[i + 1])
+                        i += 2
+                    else:
+                        out.append(w[i])
+                        i += 1
+                merged_words[tuple(out)] += c
+            words = merged_words
+        symbols = list(table.values())
+        tokens = list(dict.fromkeys(symbols + [s + _END for s in symbols] + ["".join(m) for m in merges]))
+        tokens += ["<|startoftext|>", "<|endoftext|>"]
+        return cls({t: i for i, t in enumerate(tokens)}, merges, **kwargs)
+
     # ---- encoding -------------------------------------------------------------------------
     def _encode_ordinary(self, text: str) -> list[int]:
         text = _WS.sub(" ", unicodedata.normalize("NFC", text)).lower()

@@ -55,26 +55,37 @@ def zero_shot_classify(model, processor, images, class_names, templates=DEFAULT_
         return logits.softmax(-1)
 
 
-def retrieval_metrics(image_embeds, text_embeds, ks=(1, 5, 10), text_to_image=None):
+def retrieval_metrics(image_embeds, text_embeds, ks=(1, 5, 10), text_to_image=None, image_labels=None,
+                      text_labels=None):
     """Recall@K both ways for image i paired with text i (or, with several captions per image,
     `text_to_image[j]` = the image of text j). Embeddings need not be normalised (cosine is used).
 
     image_to_text_R@K: share of images with a matching text among their K nearest texts;
-    text_to_image_R@K: share of texts whose image is among their K nearest images."""
+    text_to_image_R@K: share of texts whose image is among their K nearest images.
+    image_labels / text_labels: relevance by class instead (a text is a hit for an image when their
+    labels are equal), for galleries where many images share a caption's meaning."""
     img = _np_unit(image_embeds)
     txt = _np_unit(text_embeds)
-    owner = np.arange(len(txt)) if text_to_image is None else np.asarray(text_to_image)
-    if owner.shape != (len(txt),) or (text_to_image is None and len(img) != len(txt)):
-        raise ValueError(f"retrieval_metrics: {len(img)} images and {len(txt)} texts; pass text_to_image "
-                         f"(one image index per text) when they are not paired one to one")
+    if image_labels is not None or text_labels is not None:
+        if image_labels is None or text_labels is None or text_to_image is not None:
+            raise ValueError("retrieval_metrics: give both image_labels and text_labels (and no text_to_image)")
+        ilab, tlab = np.asarray(image_labels), np.asarray(text_labels)
+    else:
+        tlab = np.arange(len(txt)) if text_to_image is None else np.asarray(text_to_image)
+        ilab = np.arange(len(img))
+        if text_to_image is None and len(img) != len(txt):
+            raise ValueError(f"retrieval_metrics: {len(img)} images and {len(txt)} texts; pass text_to_image "
+                             f"(one image index per text) when they are not paired one to one")
+    if ilab.shape != (len(img),) or tlab.shape != (len(txt),):
+        raise ValueError(f"retrieval_metrics: need one label per image ({len(img)}) and per text ({len(txt)}), got "
+                         f"shapes {ilab.shape} and {tlab.shape}")
     sim = img @ txt.T                                       # (images, texts)
     out = {}
-    # rank of the best matching text for each image / of the image for each text (0 = first)
+    # the rank (0 = first) of the first relevant text for each image, of the first relevant image for each text
     order_i2t = np.argsort(-sim, axis=1, kind="stable")
-    match = owner[order_i2t] == np.arange(len(img))[:, None]
-    first_i2t = match.argmax(1)
+    first_i2t = (tlab[order_i2t] == ilab[:, None]).argmax(1)
     order_t2i = np.argsort(-sim.T, axis=1, kind="stable")
-    first_t2i = (order_t2i == owner[:, None]).argmax(1)
+    first_t2i = (ilab[order_t2i] == tlab[:, None]).argmax(1)
     for k in ks:
         out[f"image_to_text_R@{k}"] = float((first_i2t < k).mean())
         out[f"text_to_image_R@{k}"] = float((first_t2i < k).mean())
