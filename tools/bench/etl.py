@@ -1,0 +1,150 @@
+"""rtx-etl benchmark: a generated CSV (10 mixed columns, dirty and duplicate rows) -> validated,
+deduplicated Parquet shards, by rtx.etl's streaming Pipeline, a plain pyarrow script and a plain pandas
+script doing the same work (each in its own process: throughput in MB/s of CSV and peak RSS); then the
+shards streamed into rtx.data.DataLoader with 2 workers (rows/s).
+
+    .venv/bin/python tools/bench/etl.py --mb 2048     # the issue's size
+    .venv/bin/python tools/bench/etl.py --mb 64       # what fits a shared 2-core machine
+"""
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+RULES = {"id": ("int64", 0, None), "age": ("int64", 0, 120), "score": ("float64", 0.0, None)}
+
+
+def generate(path, mb, seed=0):
+    rng = np.random.default_rng(seed)
+    cities = np.array(["paris", "oslo", "rome", "lima", "kyiv", "X!"])
+    with open(path, "w") as f:
+        f.write("id,age,score,city,flag,ts,q1,q2,q3,note\n")
+        while f.tell() < mb * 2**20:
+            n = 100_000
+            ids = rng.integers(0, 10**9, n)
+            ids[rng.random(n) < 0.05] = 7  # duplicates
+            age = rng.integers(-2, 125, n).astype(str).astype(object)
+            age[rng.random(n) < 0.01] = "n/a"
+            cols = [ids.astype(str), age, rng.random(n).round(4).astype(str), rng.choice(cities, n),
+                    rng.choice(["true", "false"], n), np.full(n, "2024-05-01 12:00:00"),
+                    rng.integers(0, 100, n).astype(str), rng.normal(size=n).round(3).astype(str),
+                    rng.integers(0, 9, n).astype(str), rng.choice(["lorem ipsum", "dolor", "sit amet"], n)]
+            f.write("\n".join(",".join(r) for r in zip(*cols)) + "\n")
+
+
+def run_rtx(src, out):
+    from rtx.etl import Pipeline
+    schema = {k: {"dtype": t, "min": lo, "max": hi} for k, (t, lo, hi) in RULES.items()}
+    schema["city"] = {"dtype": "string", "regex": "^[a-z]+$"}
+    rep = Pipeline([{"op": "read_csv", "paths": src, "partition_bytes": 16 << 20},
+                    {"op": "validate", "schema": schema, "quarantine": out + "/bad"},
+                    {"op": "dedup", "columns": ["id"]},
+                    {"op": "write_parquet", "dir": out + "/shards", "rows_per_shard": 200_000}]).run()
+    return rep["kept"]
+
+
+def run_pyarrow(src, out):
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.csv as pcsv
+    import pyarrow.parquet as pq
+    t = pcsv.read_csv(src, convert_options=pcsv.ConvertOptions(column_types={k: pa.string() for k in RULES}))
+    ok = pc.match_substring_regex(t["city"], "^[a-z]+$")
+    cols = {}
+    for k, (typ, lo, hi) in RULES.items():
+        good = pc.match_substring_regex(t[k], r"^[+-]?\d+$" if typ == "int64" else r"^[+-]?\d*\.?\d+$")
+        v = pc.if_else(good, t[k], None).cast(typ)
+        good = pc.and_(good, pc.greater_equal(v, lo))
+        if hi is not None:
+            good = pc.and_(good, pc.less_equal(v, hi))
+        ok, cols[k] = pc.and_(ok, pc.fill_null(good, False)), v
+    for k, v in cols.items():
+        t = t.set_column(t.column_names.index(k), k, v)
+    pq.write_table(t.filter(pc.invert(ok)), out + "/bad.parquet")
+    t = t.filter(ok).append_column("__i", pa.array(np.arange(pc.sum(ok).as_py())))
+    first = t.group_by("id").aggregate([("__i", "min")])["__i_min"]
+    t = t.take(pc.sort_indices(first)).drop_columns(["__i"])
+    os.makedirs(out + "/shards", exist_ok=True)
+    for i in range(0, t.num_rows, 200_000):
+        pq.write_table(t.slice(i, 200_000), f"{out}/shards/{i // 200_000:05d}.parquet")
+    return t.num_rows
+
+
+def run_pandas(src, out):
+    import pandas as pd
+    df = pd.read_csv(src, dtype={k: str for k in RULES})
+    ok = df.city.str.fullmatch("[a-z]+").fillna(False)
+    for k, (typ, lo, hi) in RULES.items():
+        v = pd.to_numeric(df[k], errors="coerce")
+        good = v.notna() & (v >= lo) & ((v <= hi) if hi is not None else True)
+        if typ == "int64":
+            good &= df[k].str.fullmatch(r"[+-]?\d+").fillna(False)
+        ok &= good
+        df[k] = v
+    df[~ok].to_parquet(out + "/bad.parquet")
+    df = df[ok].astype({k: t for k, (t, _, _) in RULES.items()}).drop_duplicates("id")
+    os.makedirs(out + "/shards", exist_ok=True)
+    for i in range(0, len(df), 200_000):
+        df.iloc[i:i + 200_000].to_parquet(f"{out}/shards/{i // 200_000:05d}.parquet", index=False)
+    return len(df)
+
+
+def loader_rows_per_s(shards):
+    import glob
+
+    from rtx.etl import ShardedIterableDataset
+    ds = ShardedIterableDataset(sorted(glob.glob(shards + "/*.parquet")), columns=["id", "age", "score"])
+    t0, n = time.perf_counter(), 0
+    for b in ds.loader(batch_size=1024, num_workers=2):
+        n += len(b["id"])
+    return n, n / (time.perf_counter() - t0)
+
+
+def child(which, src, out):
+    t0 = time.perf_counter()
+    kept = {"rtx": run_rtx, "pyarrow": run_pyarrow, "pandas": run_pandas}[which](src, out)
+    dt = time.perf_counter() - t0
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(json.dumps({"kept": int(kept), "s": dt, "rss_mib": rss}))
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--mb", type=float, default=2048, help="CSV size (the issue's figure is 2048)")
+    p.add_argument("--only", default="rtx,pyarrow,pandas")
+    p.add_argument("--child", nargs=3)
+    a = p.parse_args()
+    if a.child:
+        return child(*a.child)
+    d = tempfile.mkdtemp(prefix="etl-bench-")
+    src = d + "/raw.csv"
+    generate(src, a.mb)
+    size = os.path.getsize(src) / 2**20
+    print(f"CSV: {size:.0f} MiB, 10 columns; {os.cpu_count()} CPUs")
+    res = {}
+    for w in a.only.split(","):
+        out = f"{d}/{w}"
+        os.makedirs(out)
+        r = subprocess.run([sys.executable, __file__, "--child", w, src, out], capture_output=True, text=True)
+        if r.returncode:
+            print(w, "failed:", r.stderr[-2000:])
+            continue
+        res[w] = json.loads(r.stdout.strip().splitlines()[-1])
+        print(f"{w:8s} {size / res[w]['s']:7.1f} MB/s  {res[w]['s']:6.1f} s  peak RSS {res[w]['rss_mib']:6.0f} MiB  "
+              f"kept {res[w]['kept']}")
+    if "rtx" in res:
+        for w in ("pyarrow", "pandas"):
+            if w in res:
+                print(f"rtx.etl vs {w}: {res[w]['s'] / res['rtx']['s']:.2f}x throughput")
+        n, rate = loader_rows_per_s(f"{d}/rtx/shards")
+        print(f"DataLoader (2 workers, batch 1024) over the shards: {n} rows, {rate:,.0f} rows/s")
+
+
+if __name__ == "__main__":
+    main()
