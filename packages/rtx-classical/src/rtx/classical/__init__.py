@@ -8,7 +8,8 @@ __version__ = "0.1.0"
 
 import importlib
 
-SUBMODULES = ["linear_model", "cluster", "decomposition", "neighbors", "naive_bayes", "discriminant_analysis",
+SUBMODULES = ["linear_model", "cluster", "decomposition", "neighbors", "naive_bayes", "discriminant_analysis", "tree",
+              "ensemble",
               "neural"]
 
 _SW_RANDOM = ("sample_weight is not equivalent to removing/repeating samples: the random initialisation draws "
@@ -16,6 +17,9 @@ _SW_RANDOM = ("sample_weight is not equivalent to removing/repeating samples: th
 
 _SW_SGD = ("a sample of weight 2 is one step of double size, not two steps (scikit-learn declares the same for its "
            "SGDClassifier and SGDRegressor)")
+
+_SW_BOOT = ("the bootstrap draws differ between weighted and repeated data (scikit-learn declares the same for its "
+            "forests)")
 
 # scikit-learn checks an estimator is known to fail, with the reason (passed to parametrize_with_checks'
 # expected_failed_checks and listed in the README).
@@ -25,6 +29,8 @@ EXPECTED_FAILED_CHECKS: dict[str, dict[str, str]] = {
               "n_iter_ None for them too)"},
     "SGDClassifier": {"check_sample_weight_equivalence_on_dense_data": _SW_SGD},
     "SGDRegressor": {"check_sample_weight_equivalence_on_dense_data": _SW_SGD},
+    "RandomForestClassifier": {"check_sample_weight_equivalence_on_dense_data": _SW_BOOT},
+    "RandomForestRegressor": {"check_sample_weight_equivalence_on_dense_data": _SW_BOOT},
     "KMeans": {"check_sample_weight_equivalence_on_dense_data": _SW_RANDOM},
     "MiniBatchKMeans": {"check_sample_weight_equivalence_on_dense_data": _SW_RANDOM},
 }

@@ -1,0 +1,227 @@
+"""Depth-first trees grown level by level on binned features, every node of a level at once.
+
+Per level, one np.bincount per statistic channel builds the histograms of all (node, candidate feature, bin)
+triples; cumulative sums over the bins give every left/right split's statistics, and the best split of every
+node is one argmax. So the Python loop runs once per level, not once per node. Channels: the sample count (for
+min_samples_leaf/split), the weight, then per class the weight (classification) or w*y, w*y^2 (regression).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+HIST_BUDGET = 1 << 23    # floats per histogram block: levels with more nodes are done in node chunks
+
+
+@dataclass
+class Tree:
+    """scikit-learn's tree_ arrays (children_left/right = -1 at leaves)."""
+    children_left: np.ndarray
+    children_right: np.ndarray
+    feature: np.ndarray
+    threshold: np.ndarray
+    value: np.ndarray                 # (n_nodes, n_outputs=1, n_classes or 1)
+    impurity: np.ndarray
+    n_node_samples: np.ndarray
+    weighted_n_node_samples: np.ndarray
+    max_depth: int = 0
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def node_count(self):
+        return len(self.feature)
+
+    @property
+    def n_leaves(self):
+        return int((self.children_left == -1).sum())
+
+    def apply(self, X):
+        """The leaf index of each row of X (raw feature values)."""
+        node = np.zeros(X.shape[0], dtype=np.intp)
+        rows = np.arange(X.shape[0])
+        for _ in range(self.max_depth):
+            f = self.feature[node]
+            inner = f >= 0
+            if not inner.any():
+                break
+            go_left = X[rows, np.where(inner, f, 0)] <= self.threshold[node]
+            node = np.where(inner, np.where(go_left, self.children_left[node], self.children_right[node]), node)
+        return node
+
+
+def _impurity(S, criterion):
+    """Per-row impurity x weight (what a split minimises) from channel sums S[..., 1:] (weight, stats...)."""
+    W = S[..., 1]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        if criterion == "squared_error":
+            r = S[..., 3] - S[..., 2] ** 2 / W
+        elif criterion == "gini":
+            r = W - (S[..., 2:] ** 2).sum(-1) / W
+        else:  # entropy / log_loss, in bits as scikit-learn reports it
+            C = S[..., 2:]
+            r = (W * np.log2(W) - np.where(C > 0, C * np.log2(np.where(C > 0, C, 1)), 0).sum(-1))
+    return np.where(W > 0, np.maximum(r, 0), 0.0)
+
+
+def build_tree(Xb, edges, channels, *, criterion, max_depth, min_samples_split, min_samples_leaf, max_features,
+               min_impurity_decrease, rng, min_weight_leaf=0.0):
+    """Grow one tree. Xb (n, p) uint8 bins; channels (n, C) float64 (count, weight, stats...)."""
+    n, p = Xb.shape
+    C = channels.shape[1]
+    B = max(len(e) for e in edges) + 1
+    max_depth = np.iinfo(np.int32).max if max_depth is None else max_depth
+    m = p if max_features is None else max_features
+    # growing tree (lists of per-level arrays)
+    feat, thr, left, right, stats = [], [], [], [], []
+    n_nodes = 1
+    samples = np.arange(n)
+    node_of = np.zeros(n, dtype=np.intp)        # local index in the current level
+    level_ids = np.array([0])                   # global ids of the level's nodes
+    level_stats = channels.sum(0)[None, :]
+    stats.append(level_stats)
+    feat.append(np.full(1, -2))
+    thr.append(np.full(1, -2.0))
+    left.append(np.full(1, -1))
+    right.append(np.full(1, -1))
+    total_imp = _impurity(channels.sum(0)[None, :], criterion)
+    importances = np.zeros(p)
+    depth = 0
+    while len(level_ids) and len(samples):
+        L = len(level_ids)
+        imp = _impurity(level_stats, criterion)
+        can = ((depth < max_depth) & (level_stats[:, 0] >= min_samples_split) & (level_stats[:, 0] >= 2 * min_samples_leaf)
+               & (imp > 1e-7 * np.maximum(level_stats[:, 1], 1)))
+        if m < p:
+            cand = rng.random((L, p)).argsort(1)[:, :m]
+        else:
+            cand = np.broadcast_to(np.arange(p), (L, p))
+        best_j = np.full(L, -1)
+        best_b = np.zeros(L, dtype=np.intp)
+        best_gain = np.full(L, -np.inf)
+        best_left = np.zeros((L, C))
+        keep = can[node_of]
+        s_idx, s_node = samples[keep], node_of[keep]
+        chunk = max(1, HIST_BUDGET // (m * B * C))
+        if L * B > 2 * len(s_idx):
+            # many small nodes: histograms would be mostly empty bins; sort the (node, feature, bin) keys instead
+            _best_sorted(Xb, channels, s_idx, s_node, cand, m, B, level_stats, imp, min_samples_leaf,
+                         min_weight_leaf, criterion, best_gain, best_j, best_b, best_left)
+            chunk = L
+        for lo in range(0, L, chunk):
+            if chunk == L and L * B > 2 * len(s_idx):
+                break
+            hi = min(L, lo + chunk)
+            if not can[lo:hi].any():
+                continue
+            sel = (s_node >= lo) & (s_node < hi) if (lo, hi) != (0, L) else slice(None)
+            si, sn = s_idx[sel], s_node[sel] - lo
+            nl = hi - lo
+            bins = Xb[si[:, None], cand[sn + lo]]                               # (ns, m)
+            key = ((sn[:, None] * m + np.arange(m)) * B + bins).ravel()
+            H = np.empty((nl * m * B, C))
+            for c in range(C):
+                H[:, c] = np.bincount(key, weights=np.repeat(channels[si, c], m), minlength=nl * m * B)
+            H = H.reshape(nl, m, B, C).cumsum(2)                                 # left side of "bin <= b"
+            tot = level_stats[lo:hi][:, None, None, :]
+            R = tot - H
+            ok = ((H[..., 0] >= min_samples_leaf) & (R[..., 0] >= min_samples_leaf)
+                  & (H[..., 1] > min_weight_leaf) & (R[..., 1] > min_weight_leaf))
+            gain = imp[lo:hi, None, None] - _impurity(H, criterion) - _impurity(R, criterion)
+            gain = np.where(ok, gain, -np.inf).reshape(nl, m * B)
+            arg = gain.argmax(1)
+            g = gain[np.arange(nl), arg]
+            jj, bb = arg // B, arg % B
+            best_gain[lo:hi] = g
+            best_j[lo:hi] = cand[np.arange(lo, hi), jj]
+            best_b[lo:hi] = bb
+            best_left[lo:hi] = H.reshape(nl, m * B, C)[np.arange(nl), arg]
+        W_total = channels[:, 1].sum()
+        split = can & np.isfinite(best_gain) & (best_gain / W_total >= min_impurity_decrease - 1e-12) & (best_j >= 0)
+        sp = np.flatnonzero(split)
+        if not len(sp):
+            break
+        gid = level_ids[sp]
+        j = best_j[sp]
+        thresholds = np.array([edges[f][b] if b < len(edges[f]) else np.inf for f, b in zip(j, best_b[sp])])
+        ids_l = n_nodes + 2 * np.arange(len(sp))
+        ids_r = ids_l + 1
+        n_nodes += 2 * len(sp)
+        # record the split on the parents (arrays of earlier levels are concatenated at the end)
+        feat.append(np.full(2 * len(sp), -2))
+        thr.append(np.full(2 * len(sp), -2.0))
+        left.append(np.full(2 * len(sp), -1))
+        right.append(np.full(2 * len(sp), -1))
+        _set(feat, gid, j)
+        _set(thr, gid, thresholds)
+        _set(left, gid, ids_l)
+        _set(right, gid, ids_r)
+        np.add.at(importances, j, best_gain[sp])
+        child_stats = np.empty((2 * len(sp), C))
+        child_stats[0::2] = best_left[sp]
+        child_stats[1::2] = level_stats[sp] - best_left[sp]
+        stats.append(child_stats)
+        # move the samples of split nodes down; the others are done
+        pos = np.full(L, -1)
+        pos[sp] = np.arange(len(sp))
+        k = pos[node_of]
+        alive = k >= 0
+        samples, node_of, k = samples[alive], node_of[alive], k[alive]
+        goes_left = Xb[samples, best_j[node_of]] <= best_b[node_of]
+        node_of = 2 * k + (~goes_left)
+        level_ids = np.empty(2 * len(sp), dtype=np.intp)
+        level_ids[0::2], level_ids[1::2] = ids_l, ids_r
+        level_stats = child_stats
+        depth += 1
+    S = np.concatenate(stats)
+    tree = Tree(children_left=np.concatenate(left), children_right=np.concatenate(right),
+                feature=np.concatenate(feat), threshold=np.concatenate(thr), value=None,
+                impurity=_impurity(S, criterion) / np.where(S[:, 1] > 0, S[:, 1], 1),
+                n_node_samples=S[:, 0].astype(np.intp), weighted_n_node_samples=S[:, 1], max_depth=depth)
+    tree.extra["stats"] = S
+    tree.extra["importances"] = importances / max(total_imp[0], 1e-300) if total_imp[0] > 0 else importances
+    return tree
+
+
+def _best_sorted(Xb, channels, s_idx, s_node, cand, m, B, level_stats, imp, msl, min_w, criterion,
+                 best_gain, best_j, best_b, best_left):
+    """The split search of one level over the distinct (node, feature, bin) keys present (sorted), not over
+    every bin: same result as the histograms, O(n log n) whatever the number of nodes. Fills the best_* arrays."""
+    C = channels.shape[1]
+    if not len(s_idx):
+        return
+    bins = Xb[s_idx[:, None], cand[s_node]]
+    keys = ((s_node[:, None] * m + np.arange(m)) * B + bins).ravel()
+    uniq, inv = np.unique(keys, return_inverse=True)
+    U = len(uniq)
+    H = np.empty((U, C))
+    for c in range(C):
+        H[:, c] = np.bincount(inv, weights=np.repeat(channels[s_idx, c], m), minlength=U)
+    cs = H.cumsum(0)
+    seg = uniq // B                                          # node * m + feature slot
+    start = np.flatnonzero(np.r_[True, seg[1:] != seg[:-1]])
+    seg_id = np.cumsum(np.r_[True, seg[1:] != seg[:-1]]) - 1
+    base = np.where(start[:, None] > 0, cs[np.maximum(start - 1, 0)], 0.0)
+    Lft = cs - base[seg_id]
+    node = seg // m
+    R = level_stats[node] - Lft
+    ok = (Lft[:, 0] >= msl) & (R[:, 0] >= msl) & (Lft[:, 1] > min_w) & (R[:, 1] > min_w)
+    gain = np.where(ok, imp[node] - _impurity(Lft, criterion) - _impurity(R, criterion), -np.inf)
+    # the best key of each node: sort by (node, -gain) and take each node's first
+    order = np.lexsort((-gain, node))
+    first = order[np.r_[True, node[order][1:] != node[order][:-1]]]
+    nd = node[first]
+    best_gain[nd] = gain[first]
+    best_j[nd] = cand[nd, seg[first] % m]
+    best_b[nd] = uniq[first] % B
+    best_left[nd] = Lft[first]
+
+
+def _set(chunks, ids, vals):
+    """Assign vals at global node ids inside a list of per-level arrays."""
+    starts = np.cumsum([0] + [len(c) for c in chunks[:-1]])
+    for ci, c in enumerate(chunks):
+        lo, hi = starts[ci], starts[ci] + len(c)
+        sel = (ids >= lo) & (ids < hi)
+        if sel.any():
+            c[ids[sel] - lo] = vals[sel]
