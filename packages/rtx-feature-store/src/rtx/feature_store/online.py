@@ -1,0 +1,145 @@
+"""Online stores: the latest feature values per entity key, for serving. SQLite (embedded default) and Redis.
+
+A write replaces a stored row only if it is newer (event timestamp, then created timestamp): materializing
+the same interval twice, or intervals out of order, or a push racing a materialization, never moves a value
+back in time. Both stores make that check atomic (an SQLite UPSERT ... WHERE, a Redis Lua script)."""
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from urllib.parse import urlparse
+
+
+def entity_key(values):
+    """The stored form of an entity key: JSON of the join key values in the view's join-key order."""
+    return json.dumps(list(values), separators=(",", ":"))
+
+
+class OnlineStore:
+    def write(self, feature_view, rows):
+        """rows: iterable of (entity_key str, {feature: value}, event_ts epoch seconds, created_ts epoch seconds)."""
+        raise NotImplementedError
+
+    def read(self, feature_view, keys):
+        """[(values dict, event_ts) or None] in the order of `keys`."""
+        raise NotImplementedError
+
+    def close(self):
+        pass
+
+
+class SqliteOnlineStore(OnlineStore):
+    def __init__(self, path):
+        self.path = str(path)
+        self._local = threading.local()
+        c = self._conn()
+        c.execute("CREATE TABLE IF NOT EXISTS online (fv TEXT, ek TEXT, vals TEXT, ts REAL, created REAL, "
+                  "PRIMARY KEY (fv, ek)) WITHOUT ROWID")
+        c.commit()
+
+    def _conn(self):
+        # One connection per thread (sqlite3 connections are not shared across threads); WAL lets readers run
+        # while a writer commits, from other threads and other processes.
+        c = getattr(self._local, "conn", None)
+        if c is None:
+            c = sqlite3.connect(self.path, timeout=60, check_same_thread=False)
+            c.execute("PRAGMA journal_mode=WAL")
+            c.execute("PRAGMA synchronous=NORMAL")
+            self._local.conn = c
+        return c
+
+    def write(self, feature_view, rows):
+        c = self._conn()
+        with c:  # one transaction: readers see all of a batch or none of it
+            c.executemany(
+                "INSERT INTO online VALUES (?, ?, ?, ?, ?) ON CONFLICT (fv, ek) DO UPDATE SET vals = excluded.vals, "
+                "ts = excluded.ts, created = excluded.created WHERE excluded.ts > online.ts OR "
+                "(excluded.ts = online.ts AND excluded.created >= online.created)",
+                ((feature_view, ek, json.dumps(v), float(ts), float(cr)) for ek, v, ts, cr in rows))
+
+    def read(self, feature_view, keys):
+        c = self._conn()
+        found = {}
+        keys = list(keys)
+        for i in range(0, len(keys), 500):  # SQLite's bound-parameter limit
+            chunk = keys[i:i + 500]
+            q = f"SELECT ek, vals, ts FROM online WHERE fv = ? AND ek IN ({','.join('?' * len(chunk))})"
+            for ek, vals, ts in c.execute(q, [feature_view, *chunk]):
+                found[ek] = (json.loads(vals), ts)
+        return [found.get(k) for k in keys]
+
+    def close(self):
+        c = getattr(self._local, "conn", None)
+        if c is not None:
+            c.close()
+            self._local.conn = None
+
+
+# KEYS: one hash per entity; ARGV: (values json, ts, created) per key. Newer-or-equal wins, atomically.
+_WRITE_LUA = """
+local n = 0
+for i, key in ipairs(KEYS) do
+  local v, ts, cr = ARGV[3*i-2], tonumber(ARGV[3*i-1]), tonumber(ARGV[3*i])
+  local old = redis.call('HMGET', key, 'ts', 'c')
+  local ots, oc = tonumber(old[1]), tonumber(old[2])
+  if (not ots) or ts > ots or (ts == ots and cr >= oc) then
+    redis.call('HSET', key, 'v', v, 'ts', ARGV[3*i-1], 'c', ARGV[3*i])
+    n = n + 1
+  end
+end
+return n
+"""
+
+
+class RedisOnlineStore(OnlineStore):
+    def __init__(self, url, project="default"):
+        import redis
+
+        self.url = url
+        self.project = project
+        self.client = redis.Redis.from_url(url)
+        self._write = self.client.register_script(_WRITE_LUA)
+
+    def _key(self, feature_view, ek):
+        return f"{self.project}:{feature_view}:{ek}"
+
+    def write(self, feature_view, rows):
+        rows = list(rows)
+        for i in range(0, len(rows), 1000):
+            chunk = rows[i:i + 1000]
+            args = []
+            for ek, v, ts, cr in chunk:
+                args += [json.dumps(v), repr(float(ts)), repr(float(cr))]
+            self._write(keys=[self._key(feature_view, r[0]) for r in chunk], args=args)
+
+    def read(self, feature_view, keys):
+        pipe = self.client.pipeline(transaction=False)
+        for k in keys:
+            pipe.hmget(self._key(feature_view, k), "v", "ts")
+        out = []
+        for v, ts in pipe.execute():
+            out.append(None if v is None else (json.loads(v), float(ts)))
+        return out
+
+    def close(self):
+        self.client.close()
+
+
+def open_online_store(spec, repo_path, project="default"):
+    """`spec`: None/"sqlite" (repo/online.db), "sqlite:///path", a path ending in .db, or "redis://host:port/db"."""
+    from pathlib import Path
+
+    if spec is None or spec == "sqlite":
+        return SqliteOnlineStore(Path(repo_path) / "online.db")
+    if isinstance(spec, OnlineStore):
+        return spec
+    s = str(spec)
+    if s.startswith(("redis://", "rediss://", "unix://")):
+        return RedisOnlineStore(s, project)
+    if s.startswith("sqlite:///"):
+        return SqliteOnlineStore(s[len("sqlite:///"):])
+    if s.endswith(".db"):
+        return SqliteOnlineStore(s)
+    raise ValueError(f"unknown online store {spec!r}: expected 'sqlite', 'sqlite:///path.db' or "
+                     f"'redis://host:port/db' ({urlparse(s).scheme or 'no scheme'} given)")

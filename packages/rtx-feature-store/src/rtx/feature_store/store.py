@@ -1,0 +1,498 @@
+"""FeatureStore: apply definitions to the registry, build training sets, materialize, serve online values."""
+from __future__ import annotations
+
+import datetime as dt
+import math
+import time
+import tomllib
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+
+from . import offline
+from .definitions import Entity, FeatureService, FeatureView, OnDemandFeatureView, RequestSource, from_dict
+from .online import entity_key, open_online_store
+from .registry import Registry
+
+PRESENT, NOT_FOUND, OUTSIDE_MAX_AGE, NULL_VALUE = "PRESENT", "NOT_FOUND", "OUTSIDE_MAX_AGE", "NULL_VALUE"
+EPOCH = dt.datetime(1970, 1, 1)
+
+
+def to_naive_utc(t):
+    """datetime (aware: converted to UTC; naive: taken as UTC), ISO string or epoch seconds -> naive UTC."""
+    if isinstance(t, (int, float)) and not isinstance(t, bool):
+        return EPOCH + dt.timedelta(seconds=t)
+    if isinstance(t, str):
+        t = dt.datetime.fromisoformat(t.replace("Z", "+00:00"))
+    if isinstance(t, np.datetime64):
+        return EPOCH + dt.timedelta(microseconds=int(t.astype("datetime64[us]").astype(np.int64)))
+    if hasattr(t, "to_pydatetime"):  # pandas Timestamp
+        t = t.to_pydatetime()
+    if not isinstance(t, dt.datetime):
+        raise TypeError(f"expected a datetime, ISO string or epoch seconds, got {type(t).__name__}")
+    if t.tzinfo is not None:
+        t = t.astimezone(dt.timezone.utc).replace(tzinfo=None)
+    return t
+
+
+def epoch(t):
+    return (to_naive_utc(t) - EPOCH).total_seconds()
+
+
+def _as_arrow(df):
+    if isinstance(df, pa.Table):
+        return df
+    if isinstance(df, dict):
+        return pa.table(df)
+    if isinstance(df, (str, Path)):
+        import pyarrow.parquet as pq
+        return pq.read_table(str(df))
+    if hasattr(df, "to_dict") and hasattr(df, "columns"):  # pandas, without importing it
+        return pa.Table.from_pandas(df, preserve_index=False)
+    raise TypeError(f"expected a pyarrow Table, pandas DataFrame, dict of columns or Parquet path, "
+                    f"got {type(df).__name__}")
+
+
+class RetrievalJob:
+    """The training set of `get_historical_features` (computed eagerly, held as an Arrow table)."""
+
+    def __init__(self, table):
+        self.table = table
+
+    def to_arrow(self):
+        return self.table
+
+    def to_df(self):
+        return self.table.to_pandas()
+
+    def to_parquet(self, path):
+        import pyarrow.parquet as pq
+        pq.write_table(self.table, str(path))
+        return str(path)
+
+    def to_rtx_dataset(self, label=None, features=None, dtype="float32"):
+        """An rtx.data.TensorDataset of (features, label) rows, or of features alone when `label` is None.
+        `features` defaults to every numeric column except the label and timestamps; nulls become NaN."""
+        import rtx
+        import rtx.data
+
+        if features is None:
+            features = [f.name for f in self.table.schema if f.name != label
+                        and (pa.types.is_integer(f.type) or pa.types.is_floating(f.type) or pa.types.is_boolean(f.type))]
+        if not features:
+            raise ValueError("to_rtx_dataset: no numeric feature columns; pass features=[...]")
+
+        def col(name):
+            if name not in self.table.column_names:
+                raise KeyError(f"to_rtx_dataset: no column {name!r}; columns are {self.table.column_names}")
+            c = self.table.column(name)
+            if not (pa.types.is_integer(c.type) or pa.types.is_floating(c.type) or pa.types.is_boolean(c.type)):
+                raise TypeError(f"to_rtx_dataset: column {name!r} is {c.type}, not numeric")
+            return c.cast(pa.float64()).to_numpy(zero_copy_only=False).astype(dtype)  # nulls -> NaN
+
+        x = rtx.tensor(np.stack([col(n) for n in features], axis=1))
+        if label is None:
+            return rtx.data.TensorDataset(x)
+        return rtx.data.TensorDataset(x, rtx.tensor(col(label)))
+
+
+class OnlineResponse:
+    def __init__(self, keys, names, values, statuses, timestamps):
+        self.keys, self.names = keys, names  # keys: {join key: [values]}, names: feature output names
+        self.values, self.statuses, self.timestamps = values, statuses, timestamps  # {name: [per row]}
+
+    def to_dict(self, include_event_timestamps=False):
+        out = {k: list(v) for k, v in self.keys.items()}
+        for n in self.names:
+            out[n] = list(self.values[n])
+            if include_event_timestamps:
+                out[n + "__ts"] = list(self.timestamps[n])
+        return out
+
+    def to_feast_json(self):
+        """Feast's feature-server response: metadata.feature_names and one result (values, statuses,
+        event_timestamps) per column, join keys first."""
+        def iso(t):
+            return (EPOCH + dt.timedelta(seconds=t)).isoformat() + "Z" if t is not None else "1970-01-01T00:00:00Z"
+        names = list(self.keys) + self.names
+        results = []
+        for k, v in self.keys.items():
+            results.append({"values": list(v), "statuses": [PRESENT] * len(v), "event_timestamps": [iso(0)] * len(v)})
+        for n in self.names:
+            results.append({"values": self.values[n], "statuses": self.statuses[n],
+                            "event_timestamps": [iso(t) for t in self.timestamps[n]]})
+        return {"metadata": {"feature_names": names}, "results": results}
+
+
+def _coerce_key(value, dtype, key):
+    """An entity key value from a request, checked against the entity's type (a wrong type is the caller's
+    error, never a silent miss)."""
+    if dtype in ("Int64", "Int32"):
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+            raise TypeError(f"entity key {key!r} expects an integer ({dtype}), got {type(value).__name__} {value!r}")
+        return int(value)
+    if dtype == "String":
+        if not isinstance(value, str):
+            raise TypeError(f"entity key {key!r} expects a string, got {type(value).__name__} {value!r}")
+        return value
+    if dtype in ("Float32", "Float64"):
+        if isinstance(value, bool) or not isinstance(value, (int, float, np.number)):
+            raise TypeError(f"entity key {key!r} expects a number ({dtype}), got {type(value).__name__}")
+        return float(value)
+    return value
+
+
+def _native(v):
+    if isinstance(v, dt.datetime):
+        return v.isoformat()
+    if isinstance(v, float) and math.isnan(v):
+        return None
+    return v
+
+
+class FeatureStore:
+    """A feature repository: `repo_path/registry.db` (definitions), an online store, sources on disk.
+
+    `online_store`: None (feature_store.toml's `online_store`, else SQLite at repo_path/online.db),
+    "sqlite:///path.db" or "redis://host:port/db"."""
+
+    def __init__(self, repo_path=".", online_store=None, project=None):
+        self.repo_path = Path(repo_path)
+        self.repo_path.mkdir(parents=True, exist_ok=True)
+        cfg = {}
+        if (self.repo_path / "feature_store.toml").exists():
+            with open(self.repo_path / "feature_store.toml", "rb") as f:
+                cfg = tomllib.load(f)
+        self.project = project or cfg.get("project", "default")
+        self.registry = Registry(self.repo_path / "registry.db")
+        self.online = open_online_store(online_store or cfg.get("online_store"), self.repo_path, self.project)
+        self._udfs = {}  # OnDemandFeatureView name -> function: code comes from apply(), never from the registry
+
+    # -- definitions -----------------------------------------------------------------------------------------
+    def apply(self, objects, allow_breaking=False):
+        """Validate and register definitions (one transaction); BreakingChangeError on incompatible changes."""
+        if not isinstance(objects, (list, tuple)):
+            objects = [objects]
+        entities = {e["name"]: from_dict(e) for e in self.registry.list("entity")}
+        entities.update({o.name: o for o in objects if isinstance(o, Entity)})
+        views = {v.name: v for v in self.list_feature_views()}
+        views.update({o.name: o for o in objects if isinstance(o, FeatureView)})
+        odfvs = {o.name: o for o in objects if isinstance(o, OnDemandFeatureView)}
+        for o in objects:
+            if isinstance(o, FeatureView):
+                for i, e in enumerate(o.entities):
+                    name = e.name if isinstance(e, Entity) else e
+                    if name not in entities:
+                        raise ValueError(f"FeatureView {o.name!r}: unknown entity {name!r}; apply it first or "
+                                         f"together (known: {sorted(entities)})")
+                    o.entities[i] = entities[name]
+                self._check_source(o)
+            elif isinstance(o, OnDemandFeatureView):
+                for s in o.sources:
+                    if not isinstance(s, RequestSource) and s.name not in views:
+                        raise ValueError(f"OnDemandFeatureView {o.name!r}: unknown source view {s.name!r}")
+            elif isinstance(o, FeatureService):
+                for ref in o.feature_refs():
+                    v, _, f = ref.partition(":")
+                    have = views.get(v) or odfvs.get(v)
+                    if have is None and self.registry.get("on_demand_feature_view", v) is None:
+                        raise ValueError(f"FeatureService {o.name!r}: unknown feature view {v!r} in {ref!r}")
+                    if have is not None and f not in [x.name for x in have.features]:
+                        raise ValueError(f"FeatureService {o.name!r}: view {v!r} has no feature {f!r}")
+            elif not isinstance(o, Entity):
+                raise TypeError(f"apply: expected Entity, FeatureView, OnDemandFeatureView or FeatureService, "
+                                f"got {type(o).__name__}")
+        versions = self.registry.apply([o.to_dict() for o in objects], allow_breaking=allow_breaking)
+        for o in objects:
+            if isinstance(o, OnDemandFeatureView):
+                self._udfs[o.name] = o.udf
+            if isinstance(o, FeatureService):
+                o.version = versions[("feature_service", o.name)]
+        return versions
+
+    def _check_source(self, fv):
+        """The source's file must hold the join keys, timestamp(s) and features (when it exists already)."""
+        src = fv.source
+        if not Path(src.path).exists():
+            return
+        con = offline.connect()
+        alias = offline.source_relation(con, fv, "__check")
+        cols = [r[0] for r in con.execute(f"DESCRIBE {alias}").fetchall()]
+        need = fv.join_keys + [src.timestamp_field] + [f.name for f in fv.features]
+        if src.created_timestamp_column:
+            need.append(src.created_timestamp_column)
+        missing = [c for c in need if c not in cols]
+        if missing:
+            raise ValueError(f"FeatureView {fv.name!r}: source {src.path} lacks column(s) {missing}; it has {cols}")
+
+    def list_entities(self):
+        return [from_dict(d) for d in self.registry.list("entity")]
+
+    def list_feature_views(self):
+        ents = {e.name: e for e in self.list_entities()}
+        return [from_dict(d, ents) for d in self.registry.list("feature_view")]
+
+    def list_on_demand_feature_views(self):
+        views = {v.name: v for v in self.list_feature_views()}
+        out = [from_dict(d, feature_views=views, udfs=self._udfs) for d in self.registry.list("on_demand_feature_view")]
+        return [o for o in out if o is not None]
+
+    def list_feature_services(self):
+        return [from_dict(d) for d in self.registry.list("feature_service")]
+
+    def get_feature_view(self, name):
+        for v in self.list_feature_views():
+            if v.name == name:
+                return v
+        raise KeyError(f"no feature view {name!r}; known: {[v.name for v in self.list_feature_views()]}")
+
+    def get_feature_service(self, name):
+        d = self.registry.get("feature_service", name)
+        if d is None:
+            raise KeyError(f"no feature service {name!r}")
+        return from_dict(d)
+
+    def _resolve(self, features):
+        """Feature refs ('view:feature' strings or a FeatureService) -> [(view, feature name)] in order."""
+        if isinstance(features, FeatureService):
+            features = self.get_feature_service(features.name).features
+        if isinstance(features, str):
+            raise TypeError("features must be a list of 'view:feature' strings or a FeatureService, got a string")
+        views = {v.name: v for v in self.list_feature_views()}
+        odfv_specs = {d["name"]: d for d in self.registry.list("on_demand_feature_view")}
+        out = []
+        for ref in features:
+            if not isinstance(ref, str) or ":" not in ref:
+                raise ValueError(f"feature reference must be 'view:feature', got {ref!r}")
+            v, _, f = ref.partition(":")
+            if v in views:
+                view = views[v]
+            elif v in odfv_specs:
+                if v not in self._udfs:
+                    raise ValueError(f"on-demand feature view {v!r} is registered but its function is not loaded in "
+                                     f"this process: apply() its definition (rtx feature-store loads the repo's "
+                                     f"definitions file)")
+                view = from_dict(odfv_specs[v], feature_views=views, udfs=self._udfs)
+            else:
+                raise KeyError(f"unknown feature view {v!r} in {ref!r}; known: {sorted(views) + sorted(odfv_specs)}")
+            if f not in [x.name for x in view.features]:
+                raise KeyError(f"feature view {v!r} has no feature {f!r}; it has {[x.name for x in view.features]}")
+            out.append((view, f))
+        return out
+
+    @staticmethod
+    def _group(resolved):
+        groups = {}
+        for view, f in resolved:
+            groups.setdefault(view.name, (view, []))[1].append(f)
+        return list(groups.values())
+
+    # -- offline -------------------------------------------------------------------------------------------
+    def get_historical_features(self, entity_df, features, full_feature_names=False,
+                                timestamp_field="event_timestamp"):
+        """Point-in-time correct training set: each entity row gets, per feature view, the latest value at or
+        before its event timestamp and no older than the view's ttl (else null). Runs in DuckDB."""
+        table = _as_arrow(entity_df)
+        if timestamp_field not in table.column_names:
+            raise ValueError(f"entity_df needs an event timestamp column {timestamp_field!r}; it has "
+                             f"{table.column_names}")
+        groups = self._group(self._resolve(features))
+        plain, odfvs = [], []
+        for view, names in groups:
+            (odfvs if isinstance(view, OnDemandFeatureView) else plain).append((view, names))
+        # On-demand views need their source views' features: fetch those too, drop them afterwards.
+        extra = {}
+        for odfv, _ in odfvs:
+            for s in odfv.sources:
+                if isinstance(s, FeatureView):
+                    extra.setdefault(s.name, (s, [f.name for f in s.features]))
+        requested = {v.name: names for v, names in plain}
+        fetch = [(v, list(dict.fromkeys(requested.get(v.name, []) + extra.get(v.name, (None, []))[1])))
+                 for v in {**{v.name: v for v, _ in plain}, **{k: s for k, (s, _) in extra.items()}}.values()]
+        for v, _ in fetch:
+            missing = [k for k in v.join_keys if k not in table.column_names]
+            if missing:
+                raise ValueError(f"entity_df lacks join key(s) {missing} of feature view {v.name!r}")
+        specs, internal = [], []
+        for v, names in fetch:
+            outs = []
+            for n in names:
+                wanted = n in requested.get(v.name, [])
+                out = f"{v.name}__{n}" if (full_feature_names or not wanted) else n
+                if not wanted:
+                    out = "__odfv_in__" + out
+                    internal.append(out)
+                outs.append(out)
+            specs.append((v, names, outs))
+        out_names = [o for _, _, outs in specs for o in outs if o not in internal]
+        clash = {n for n in out_names if out_names.count(n) > 1 or n in table.column_names}
+        if clash:
+            raise ValueError(f"feature name(s) {sorted(clash)} collide; pass full_feature_names=True")
+        con = offline.connect()
+        result = offline.historical(con, table, timestamp_field, specs) if specs else table
+        for odfv, names in odfvs:
+            inputs = self._odfv_inputs_offline(odfv, result, specs, full_feature_names)
+            outputs = odfv.udf(inputs)
+            for n in names:
+                result = result.append_column(f"{odfv.name}__{n}" if full_feature_names else n,
+                                              pa.array(list(outputs[n])))
+        return RetrievalJob(result.drop_columns([c for c in internal if c in result.column_names]))
+
+    @staticmethod
+    def _odfv_inputs_offline(odfv, result, specs, full):
+        inputs = {}
+        for s in odfv.sources:
+            if isinstance(s, RequestSource):
+                for f in s.schema:
+                    if f.name not in result.column_names:
+                        raise ValueError(f"on-demand view {odfv.name!r} needs request field {f.name!r} in entity_df")
+                    inputs[f.name] = result.column(f.name).to_pylist()
+            else:
+                for v, names, outs in specs:
+                    if v.name == s.name:
+                        for n, o in zip(names, outs):
+                            inputs[n] = result.column(o).to_pylist()
+        return inputs
+
+    # -- materialization ------------------------------------------------------------------------------------
+    def materialize(self, start_date, end_date, feature_views=None):
+        """Load the newest value per entity with start <= timestamp < end into the online store. Idempotent:
+        the online store only ever replaces a value with a newer one. Returns rows written per view."""
+        start, end = to_naive_utc(start_date), to_naive_utc(end_date)
+        if end <= start:
+            raise ValueError(f"materialize: end {end} must be after start {start}")
+        views = [v for v in self.list_feature_views() if v.online and (feature_views is None or v.name in feature_views)]
+        counts = {}
+        for v in views:
+            counts[v.name] = self._materialize_view(v, start, end)
+        return counts
+
+    def materialize_incremental(self, end_date, feature_views=None):
+        """Materialize each view from where its last run ended (or end - ttl, or the epoch) up to `end_date`."""
+        end = to_naive_utc(end_date)
+        counts = {}
+        for v in self.list_feature_views():
+            if not v.online or (feature_views is not None and v.name not in feature_views):
+                continue
+            last = self.registry.last_materialized(v.name)
+            if last is not None:
+                start = EPOCH + dt.timedelta(seconds=last)
+            elif v.ttl is not None:
+                start = end - dt.timedelta(seconds=v.ttl)
+            else:
+                start = EPOCH
+            counts[v.name] = self._materialize_view(v, start, end) if end > start else 0
+        return counts
+
+    def _materialize_view(self, v, start, end):
+        con = offline.connect()
+        t = offline.latest_per_entity(con, v, start, end)
+        keys = [t.column(k).to_pylist() for k in v.join_keys]
+        ts = t.column("__ts").cast(pa.timestamp("us")).cast(pa.int64()).to_numpy() / 1e6
+        cr = t.column("__created").cast(pa.timestamp("us")).cast(pa.int64()).fill_null(0).to_numpy() / 1e6
+        feats = {f.name: t.column(f.name).to_pylist() for f in v.features}
+        names = list(feats)
+        rows = [(entity_key([k[i] for k in keys]), {n: _native(feats[n][i]) for n in names}, ts[i], cr[i])
+                for i in range(t.num_rows)]
+        self.online.write(v.name, rows)
+        self.registry.record_materialization(v.name, epoch(start), epoch(end))
+        return len(rows)
+
+    def write_to_online_store(self, feature_view_name, df):
+        """Push rows (with the view's join keys, timestamp and features) straight into the online store."""
+        v = self.get_feature_view(feature_view_name)
+        t = _as_arrow(df)
+        need = v.join_keys + [v.source.timestamp_field]
+        missing = [c for c in need if c not in t.column_names]
+        if missing:
+            raise ValueError(f"write_to_online_store({feature_view_name!r}): missing column(s) {missing}")
+        cols = {c: t.column(c).to_pylist() for c in t.column_names}
+        rows = []
+        cr_col = v.source.created_timestamp_column
+        for i in range(t.num_rows):
+            vals = {f.name: _native(cols[f.name][i]) for f in v.features if f.name in cols}
+            ek = entity_key([cols[k][i] for k in v.join_keys])
+            created = epoch(cols[cr_col][i]) if cr_col and cr_col in cols and cols[cr_col][i] is not None else time.time()
+            rows.append((ek, vals, epoch(cols[v.source.timestamp_field][i]), created))
+        self.online.write(v.name, rows)
+        return len(rows)
+
+    # -- online --------------------------------------------------------------------------------------------
+    def get_online_features(self, features, entity_rows, full_feature_names=False, now=None):
+        """Latest values per entity row, with a status per value: PRESENT, NOT_FOUND, OUTSIDE_MAX_AGE (older
+        than the view's ttl: value None, as Feast) or NULL_VALUE. `entity_rows`: list of dicts or dict of lists."""
+        if isinstance(entity_rows, dict):
+            lens = {len(v) for v in entity_rows.values()}
+            if len(lens) > 1:
+                raise ValueError(f"entity_rows columns differ in length: {sorted(lens)}")
+            n = lens.pop() if lens else 0
+            entity_rows = [{k: v[i] for k, v in entity_rows.items()} for i in range(n)]
+        if not isinstance(entity_rows, list) or not all(isinstance(r, dict) for r in entity_rows):
+            raise TypeError("entity_rows must be a list of dicts or a dict of lists")
+        now = time.time() if now is None else epoch(now)
+        groups = self._group(self._resolve(features))
+        ents = {e.name: e for e in self.list_entities()}
+        key_types = {}
+        for e in ents.values():
+            for k in e.join_keys:
+                key_types[k] = e.value_type
+        values, statuses, stamps, names = {}, {}, {}, []
+        fetched = {}  # view name -> [(vals, ts) or None], reused by on-demand views
+
+        def fetch(view):
+            if view.name not in fetched:
+                keys = []
+                for r in entity_rows:
+                    missing = [k for k in view.join_keys if k not in r]
+                    if missing:
+                        raise ValueError(f"entity row {r} lacks join key(s) {missing} of feature view {view.name!r}")
+                    keys.append(entity_key([_coerce_key(r[k], key_types.get(k), k) for k in view.join_keys]))
+                fetched[view.name] = self.online.read(view.name, keys)
+            return fetched[view.name]
+
+        def put(view, f, got):
+            name = f"{view.name}__{f}" if full_feature_names else f
+            if name in values:
+                raise ValueError(f"feature name {name!r} requested twice; pass full_feature_names=True")
+            names.append(name)
+            vs, ss, ts = [], [], []
+            for g in got:
+                if g is None:
+                    vs.append(None), ss.append(NOT_FOUND), ts.append(None)
+                elif getattr(view, "ttl", None) is not None and now - g[1] > view.ttl:
+                    vs.append(None), ss.append(OUTSIDE_MAX_AGE), ts.append(g[1])
+                else:
+                    x = g[0].get(f)
+                    vs.append(x), ss.append(PRESENT if x is not None else NULL_VALUE), ts.append(g[1])
+            values[name], statuses[name], stamps[name] = vs, ss, ts
+
+        for view, fs in groups:
+            if isinstance(view, OnDemandFeatureView):
+                inputs, ok = {}, [True] * len(entity_rows)
+                for s in view.sources:
+                    if isinstance(s, RequestSource):
+                        for fld in s.schema:
+                            miss = [r for r in entity_rows if fld.name not in r]
+                            if miss:
+                                raise ValueError(f"on-demand view {view.name!r} needs request field {fld.name!r}")
+                            inputs[fld.name] = [r[fld.name] for r in entity_rows]
+                    else:
+                        got = fetch(s)
+                        for f in s.features:
+                            inputs[f.name] = [None if g is None else g[0].get(f.name) for g in got]
+                        ok = [o and g is not None for o, g in zip(ok, got)]
+                out = view.udf(inputs)
+                for f in fs:
+                    got = [({f: out[f][i]}, now) if ok[i] else None for i in range(len(entity_rows))]
+                    put(view, f, got)
+            else:
+                got = fetch(view)
+                for f in fs:
+                    put(view, f, got)
+        keys = {}
+        for view, _ in groups:
+            for k in getattr(view, "join_keys", []):
+                if k not in keys:
+                    keys[k] = [r.get(k) for r in entity_rows]
+        return OnlineResponse(keys, names, values, statuses, stamps)
