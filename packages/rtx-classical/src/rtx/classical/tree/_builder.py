@@ -90,7 +90,8 @@ def build_tree(Xb, edges, channels, *, criterion, max_depth, min_samples_split, 
     while len(level_ids) and len(samples):
         L = len(level_ids)
         imp = _impurity(level_stats, criterion)
-        can = ((depth < max_depth) & (level_stats[:, 0] >= min_samples_split) & (level_stats[:, 0] >= 2 * min_samples_leaf)
+        can = ((depth < max_depth) & (level_stats[:, 0] >= min_samples_split)
+               & (level_stats[:, 0] >= 2 * min_samples_leaf)
                & (imp > 1e-7 * np.maximum(level_stats[:, 1], 1)))
         if m < p:
             cand = rng.random((L, p)).argsort(1)[:, :m]

@@ -42,6 +42,9 @@ class BaseDecisionTree(DeviceMixin, BaseEstimator):
             raise ValueError(f"max_depth must be None or an int >= 1, got {self.max_depth!r}")
         if self.splitter not in ("best",):
             raise ValueError(f"rtx.classical trees support splitter='best', got {self.splitter!r}")
+        if self.max_leaf_nodes is not None or self.ccp_alpha != 0.0:
+            raise ValueError("rtx.classical trees do not implement max_leaf_nodes or ccp_alpha yet: leave them at "
+                             f"None and 0.0 (got {self.max_leaf_nodes!r}, {self.ccp_alpha!r})")
         if not isinstance(self.max_bins, numbers.Integral) or not 2 <= self.max_bins <= 256:
             raise ValueError(f"max_bins must be an int in [2, 256], got {self.max_bins!r}")
 
@@ -51,7 +54,8 @@ class BaseDecisionTree(DeviceMixin, BaseEstimator):
         mss = self.min_samples_split
         mss = max(2, int(np.ceil(mss * n))) if isinstance(mss, float) else int(mss)
         if msl < 1 or mss < 2:
-            raise ValueError(f"min_samples_leaf must be >= 1 and min_samples_split >= 2, got {self.min_samples_leaf!r}, "
+            raise ValueError("min_samples_leaf must be >= 1 and min_samples_split >= 2, got "
+                             f"{self.min_samples_leaf!r}, "
                              f"{self.min_samples_split!r}")
         return msl, mss
 

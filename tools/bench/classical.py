@@ -1,0 +1,71 @@
+"""rtx.classical next to scikit-learn, in one run: fit times and the ratio rtx / scikit-learn (< 1 is faster).
+
+    .venv/bin/python tools/bench/classical.py [--scale 1.0] [--only kmeans,knn,...]
+
+Sizes are the issue's (KMeans 200k x 32 k=16; kNN 20k queries against 200k x 64; PCA 100k x 256 -> 32;
+LogisticRegression 100k x 100; RandomForest (100 trees) 100k x 20), every row count times --scale.
+HistGradientBoosting and SVC are not in rtx.classical yet: their rows say so."""
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+
+
+def _time(fn):
+    t = time.perf_counter()
+    fn()
+    return time.perf_counter() - t
+
+
+def cases(scale):
+    rng = np.random.default_rng(0)
+
+    def n(k):
+        return max(100, int(k * scale))
+
+    from sklearn import cluster, decomposition, ensemble, linear_model, neighbors
+
+    import rtx.classical.cluster as rc
+    import rtx.classical.decomposition as rd
+    import rtx.classical.ensemble as re_
+    import rtx.classical.linear_model as rl
+    import rtx.classical.neighbors as rn
+    X = rng.normal(size=(n(200_000), 32)).astype(np.float32)
+    yield ("KMeans 200k x 32, k=16", lambda: cluster.KMeans(16, n_init=1, random_state=0).fit(X),
+           lambda: rc.KMeans(16, n_init=1, random_state=0).fit(X))
+    F = rng.normal(size=(n(200_000), 64)).astype(np.float32)
+    Q = rng.normal(size=(n(20_000), 64)).astype(np.float32)
+    yield ("kNN 20k queries vs 200k x 64, k=5", lambda: neighbors.NearestNeighbors(n_neighbors=5).fit(F).kneighbors(Q),
+           lambda: rn.NearestNeighbors(n_neighbors=5).fit(F).kneighbors(Q))
+    P = rng.normal(size=(n(100_000), 256)).astype(np.float32)
+    yield ("PCA 100k x 256 -> 32", lambda: decomposition.PCA(32, random_state=0).fit(P),
+           lambda: rd.PCA(32, random_state=0).fit(P))
+    L = rng.normal(size=(n(100_000), 100))
+    yl = (L[:, :5].sum(1) + rng.normal(size=len(L)) > 0).astype(int)
+    yield ("LogisticRegression 100k x 100", lambda: linear_model.LogisticRegression().fit(L, yl),
+           lambda: rl.LogisticRegression().fit(L, yl))
+    T = rng.normal(size=(n(100_000), 20))
+    yt = (T[:, 0] + T[:, 1] * T[:, 2] + rng.normal(size=len(T)) > 0).astype(int)
+    yield ("RandomForest 100 trees, 100k x 20", lambda: ensemble.RandomForestClassifier(100, random_state=0).fit(T, yt),
+           lambda: re_.RandomForestClassifier(100, random_state=0).fit(T, yt))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--scale", type=float, default=1.0, help="multiply every row count (default 1.0)")
+    ap.add_argument("--only", default="", help="comma-separated name prefixes to run (e.g. KMeans,kNN)")
+    a = ap.parse_args()
+    only = [s.strip().lower() for s in a.only.split(",") if s.strip()]
+    print(f"scale {a.scale}\n| case | scikit-learn s | rtx s | ratio |\n| --- | --- | --- | --- |")
+    for name, sk, rx in cases(a.scale):
+        if only and not any(name.lower().startswith(o) for o in only):
+            continue
+        t_rx, t_sk = _time(rx), _time(sk)
+        print(f"| {name} | {t_sk:.2f} | {t_rx:.2f} | {t_rx / t_sk:.2f}x |", flush=True)
+    print("| HistGradientBoosting, SVC RBF | - | - | not in rtx.classical yet |")
+
+
+if __name__ == "__main__":
+    main()
