@@ -1,0 +1,180 @@
+"""Materialization and online retrieval; every test runs against SQLite and a real redis-server."""
+import datetime as dt
+import multiprocessing as mp
+import random
+import threading
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from rtx.feature_store import (BreakingChangeError, Entity, FeatureService, FeatureStore, FeatureView, Field,
+                               FileSource, Float64, Int64, OnDemandFeatureView, RequestSource, String)
+
+T0 = dt.datetime(2024, 1, 1)
+H = dt.timedelta(hours=1)
+
+
+def make_repo(tmp_path, online_spec, events, ttl=None):
+    pq.write_table(pa.table(events), tmp_path / "ev.parquet")
+    ent = Entity("driver", ["driver_id"])
+    fv = FeatureView("stats", [ent], [Field("rate", Float64), Field("trips", Int64)],
+                     FileSource(str(tmp_path / "ev.parquet"), "ts", "created"), ttl=ttl)
+    store = FeatureStore(tmp_path / "repo", online_store=online_spec)
+    store.apply([ent, fv])
+    return store
+
+
+def random_events(n, seed):
+    r = random.Random(seed)
+    ts = [T0 + dt.timedelta(minutes=r.randrange(0, 600)) for _ in range(n)]
+    return {"driver_id": [r.randrange(20) for _ in range(n)], "ts": ts,
+            "created": [t + dt.timedelta(minutes=r.randrange(3)) for t in ts],
+            "rate": [r.random() for _ in range(n)], "trips": [r.randrange(100) for _ in range(n)]}
+
+
+def latest_reference(ev, end):
+    best = {}
+    for i in range(len(ev["ts"])):
+        if ev["ts"][i] >= end:
+            continue
+        k, rank = ev["driver_id"][i], (ev["ts"][i], ev["created"][i], i)
+        if k not in best or rank > best[k][0]:
+            best[k] = (rank, ev["rate"][i], ev["trips"][i])
+    return {k: (v[1], v[2]) for k, v in best.items()}
+
+
+def online_values(store, ids):
+    r = store.get_online_features(["stats:rate", "stats:trips"], [{"driver_id": i} for i in ids], now=T0 + 20 * H)
+    d = r.to_dict()
+    return {i: (d["rate"][j], d["trips"][j]) for j, i in enumerate(ids) if r.statuses["rate"][j] == "PRESENT"}
+
+
+def test_materialize_is_idempotent_and_matches_latest(tmp_path, online_spec):
+    ev = random_events(300, 0)
+    store = make_repo(tmp_path, online_spec, ev)
+    end = T0 + 10 * H
+    store.materialize(T0 - H, end)
+    first = online_values(store, range(25))
+    store.materialize(T0 - H, end)  # again: nothing changes
+    store.materialize(T0 - H, T0 + 3 * H)  # an older interval afterwards: never moves values back in time
+    assert online_values(store, range(25)) == first == latest_reference(ev, end)
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_incremental_never_loses_or_duplicates(tmp_path, online_spec, seed):
+    ev = random_events(400, seed)
+    store = make_repo(tmp_path, online_spec, ev)
+    r = random.Random(seed)
+    cuts = sorted(T0 + dt.timedelta(minutes=r.randrange(0, 620)) for _ in range(5))
+    store.materialize(T0 - H, cuts[0])
+    for c in cuts[1:]:
+        store.materialize_incremental(c)
+        assert online_values(store, range(25)) == latest_reference(ev, c)
+    # one full run from scratch (into a fresh SQLite store) agrees with the incremental history
+    (tmp_path / "full").mkdir()
+    other = make_repo(tmp_path / "full", f"sqlite:///{tmp_path / 'full.db'}", ev)
+    other.materialize(T0 - H, cuts[-1])
+    assert online_values(other, range(25)) == online_values(store, range(25))
+
+
+def test_statuses_ttl_and_types(tmp_path, online_spec):
+    ev = {"driver_id": [1, 2], "ts": [T0, T0 + 5 * H], "created": [T0, T0 + 5 * H], "rate": [0.5, None],
+          "trips": [3, 4]}
+    store = make_repo(tmp_path, online_spec, ev, ttl=dt.timedelta(hours=2))
+    store.materialize(T0 - H, T0 + 6 * H)
+    r = store.get_online_features(["stats:rate", "stats:trips"], {"driver_id": [1, 2, 3]}, now=T0 + 6 * H)
+    assert r.statuses["trips"] == ["OUTSIDE_MAX_AGE", "PRESENT", "NOT_FOUND"]
+    assert r.to_dict()["trips"] == [None, 4, None]
+    assert r.statuses["rate"] == ["OUTSIDE_MAX_AGE", "NULL_VALUE", "NOT_FOUND"]
+    r = store.get_online_features(["stats:trips"], [{"driver_id": 1}], now=T0 + 2 * H)  # exactly ttl old: fresh
+    assert r.statuses["trips"] == ["PRESENT"] and r.to_dict()["trips"] == [3]
+    with pytest.raises(TypeError, match="expects an integer"):
+        store.get_online_features(["stats:trips"], [{"driver_id": "1"}])
+    with pytest.raises(KeyError, match="unknown feature view"):
+        store.get_online_features(["nope:trips"], [{"driver_id": 1}])
+
+
+def test_push_and_on_demand(tmp_path, online_spec):
+    store = make_repo(tmp_path, online_spec, random_events(10, 3))
+    store.write_to_online_store("stats", {"driver_id": [7], "ts": [T0 + 30 * H], "rate": [0.25], "trips": [9]})
+    store.write_to_online_store("stats", {"driver_id": [7], "ts": [T0], "rate": [0.75], "trips": [1]})  # older
+    odfv = OnDemandFeatureView("scaled", [store.get_feature_view("stats"), RequestSource("req", [Field("k", Float64)])],
+                               [Field("rate_k", Float64)],
+                               lambda d: {"rate_k": [None if a is None else a * k for a, k in zip(d["rate"], d["k"])]})
+    svc = FeatureService("m", [store.get_feature_view("stats")[["trips"]], odfv])
+    store.apply([odfv, svc])
+    r = store.get_online_features(svc, [{"driver_id": 7, "k": 2.0}, {"driver_id": 99, "k": 1.0}])
+    assert r.to_dict() == {"driver_id": [7, 99], "trips": [9, None], "rate_k": [0.5, None]}
+    assert r.statuses["rate_k"] == ["PRESENT", "NOT_FOUND"]
+
+
+def test_registry_versions_and_breaking_changes(tmp_path):
+    store = make_repo(tmp_path, None, random_events(5, 4))
+    fv = store.get_feature_view("stats")
+    svc = FeatureService("m", [fv[["rate"]]])
+    assert store.apply([svc])[("feature_service", "m")] == 1
+    assert store.apply([FeatureService("m", [fv[["rate"]]])])[("feature_service", "m")] == 1  # unchanged
+    assert store.apply([FeatureService("m", [fv[["rate", "trips"]]])])[("feature_service", "m")] == 2
+    changed = FeatureView("stats", ["driver"], [Field("rate", String), Field("trips", Int64)], fv.source)
+    with pytest.raises(BreakingChangeError, match="'rate' dtype Float64 -> String"):
+        store.apply([changed])
+    with pytest.raises(ValueError, match="unknown entity"):
+        store.apply([FeatureView("x", ["rider"], [Field("rate", Float64)], fv.source)])
+    with pytest.raises(ValueError, match="lacks column"):
+        store.apply([FeatureView("y", ["driver"], [Field("speed", Float64)], fv.source)])
+    assert [v.name for v in store.list_feature_views()] == ["stats"]
+    store.apply([changed], allow_breaking=True)
+    assert store.get_feature_view("stats").schema[0].dtype == "String"
+
+
+def _writer_proc(spec, repo, seed, n):
+    store = FeatureStore(repo, online_store=spec)
+    r = random.Random(seed)
+    for i in range(n):
+        k = r.randrange(10)
+        # every row keeps its invariant: trips == 2 * round(rate * 1000): a torn row breaks it
+        v = r.randrange(1000)
+        store.write_to_online_store("stats", {"driver_id": [k], "ts": [T0 + dt.timedelta(seconds=i * 3 + seed)],
+                                              "rate": [v / 1000], "trips": [2 * v]})
+
+
+def test_concurrent_writers_and_readers(tmp_path, online_spec):
+    store = make_repo(tmp_path, online_spec, random_events(5, 5))
+    repo = str(tmp_path / "repo")
+    procs = [mp.get_context("spawn").Process(target=_writer_proc, args=(online_spec, repo, s, 60)) for s in (1, 2)]
+    errors = []
+
+    def thread_writer():
+        try:
+            _writer_proc(online_spec, repo, 3, 60)
+        except Exception as e:  # noqa: BLE001  (reported below)
+            errors.append(e)
+
+    stop = threading.Event()
+
+    def reader():
+        try:
+            while not stop.is_set():
+                r = store.get_online_features(["stats:rate", "stats:trips"], [{"driver_id": i} for i in range(10)])
+                d = r.to_dict()
+                for rate, trips in zip(d["rate"], d["trips"]):
+                    if rate is not None and trips is not None and trips != 2 * round(rate * 1000):
+                        errors.append(AssertionError(f"torn row: rate {rate}, trips {trips}"))
+                stop.wait(0.005)  # leave the 2 shared cores to the writers
+        except Exception as e:  # noqa: BLE001
+            errors.append(e)
+
+    threads = [threading.Thread(target=thread_writer), threading.Thread(target=reader), threading.Thread(target=reader)]
+    for p in procs:
+        p.start()
+    for t in threads:
+        t.start()
+    for p in procs:
+        p.join(120)
+    threads[0].join(120)
+    stop.set()
+    for t in threads[1:]:
+        t.join(30)
+    assert [p.exitcode for p in procs] == [0, 0]
+    assert not errors, errors[:3]
