@@ -224,3 +224,56 @@ def test_config_checks_and_bad_inputs():
     cache = KVCache()
     model(rtx.tensor([[1, 2]]), past_key_values=cache)
     assert cache.length() == 2  # a cache passed in is filled even without use_cache
+
+
+# ---- cross-attention (the decoder of an encoder-decoder model; fixture comparison with transformers in
+# rtx-multimodal/tests/test_vision_encoder_decoder.py) ---------------------------------------------------
+def test_cross_attention_cache_equals_full_forward_and_config_keys():
+    from rtx.transformers.configuration import LlamaConfig, UnsupportedConfigError
+    from rtx.transformers.gpt2 import EncoderDecoderCache
+    cfg = GPT2Config.from_dict({**CFG, "add_cross_attention": True, "model_type": "gpt2"})
+    assert cfg.add_cross_attention and cfg.to_dict()["add_cross_attention"] is True
+    with pytest.raises(UnsupportedConfigError, match="add_cross_attention"):
+        LlamaConfig.from_dict({"add_cross_attention": True})   # lifted for GPT-2 only
+    rtx.manual_seed(0)
+    model = GPT2LMHeadModel(cfg).eval()
+    assert "transformer.h.1.crossattention.q_attn.weight" in model.state_dict()
+    assert "transformer.h.0.ln_cross_attn.weight" in model.state_dict()
+    ids = rtx.randint(0, CFG["vocab_size"], (2, 6))
+    enc = rtx.randn(2, 5, CFG["n_embd"])
+    enc_mask = rtx.tensor([[1, 1, 1, 1, 1], [1, 1, 0, 0, 0]])
+    with rtx.no_grad():
+        full = model(ids, encoder_hidden_states=enc, encoder_attention_mask=enc_mask).logits
+        out = model(ids[:, :4], encoder_hidden_states=enc, encoder_attention_mask=enc_mask, use_cache=True)
+        cache = out.past_key_values
+        assert isinstance(cache, EncoderDecoderCache) and cache.cross_attention_cache.length() == 5
+        step = [out.logits]
+        for j in (4, 5):
+            o = model(ids[:, j:j + 1], encoder_hidden_states=enc, encoder_attention_mask=enc_mask,
+                      past_key_values=cache, use_cache=True)
+            step.append(o.logits)
+        assert cache.length() == 6 and cache.cross_attention_cache.length() == 5   # cross keys not re-appended
+        np.testing.assert_allclose(rtx.cat(step, 1).numpy(), full.numpy(), atol=1e-5)
+        # the masked source positions of row 1 do not matter; unmasked ones do
+        enc2 = enc.clone()
+        enc2[1, 2:] = 100.0
+        again = model(ids, encoder_hidden_states=enc2, encoder_attention_mask=enc_mask).logits
+        np.testing.assert_allclose(again.numpy(), full.numpy(), atol=1e-5)
+        assert np.abs(model(ids, encoder_hidden_states=enc2).logits.numpy()[1] - full.numpy()[1]).max() > 1e-3
+        before = cache.cross_attention_cache[0][0].numpy().copy()
+        cache.reorder([1, 0])   # beams: both caches follow
+        np.testing.assert_array_equal(cache.cross_attention_cache[0][0].numpy(), before[::-1])
+    with pytest.raises(ValueError, match="encoder_hidden_states must be"):
+        model(ids, encoder_hidden_states=rtx.randn(2, 5, 3))
+    plain = GPT2LMHeadModel(GPT2Config(**CFG))
+    with pytest.raises(ValueError, match="no cross-attention"):
+        plain(ids, encoder_hidden_states=enc)
+
+
+def test_save_pretrained_keeps_zero_dim_tensors(tmp_path):
+    from safetensors.numpy import load_file
+    model = GPT2LMHeadModel(GPT2Config(**CFG))
+    model.temperature = rtx.nn.Parameter(rtx.tensor(2.5))   # a 0-d parameter, as CLIP's logit_scale
+    model.save_pretrained(tmp_path)
+    saved = load_file(str(tmp_path / "model.safetensors"))
+    assert saved["temperature"].shape == () and float(saved["temperature"]) == 2.5

@@ -183,6 +183,7 @@ class GPT2Config(PretrainedConfig):
     eos_token_id: int = 50256
     pad_token_id: int | None = None
     tie_word_embeddings: bool = True
+    add_cross_attention: bool = False      # cross-attention blocks (the decoder of an encoder-decoder model)
 
     model_type = "gpt2"
     architecture = "GPT2LMHeadModel"

@@ -203,7 +203,8 @@ class PreTrainedModel(Module):
         for key, t in self.state_dict().items():
             if key in self._tied_weights:
                 continue
-            tensors[key] = np.ascontiguousarray(t.detach().cpu().numpy())
+            # np.asarray(order="C"), not np.ascontiguousarray, which makes a 0-d tensor 1-d
+            tensors[key] = np.asarray(t.detach().cpu().numpy(), order="C")
         save_file(tensors, str(p / "model.safetensors"), metadata={"format": "pt"})
 
     # ---- misc ---------------------------------------------------------------------------------------
