@@ -18,6 +18,12 @@ from rtx.multimodal.modeling_clip import (
                                           clip_loss,
                                           contrastive_loss,
 )
+from rtx.multimodal.modeling_vision_encoder_decoder import (
+                                                             Seq2SeqLMOutput,
+                                                             VisionEncoderDecoderConfig,
+                                                             VisionEncoderDecoderModel,
+)
+from rtx.multimodal.modeling_vit import ViTConfig, ViTModel
 from rtx.multimodal.processing_clip import CLIPProcessor
 from rtx.multimodal.tokenization_clip import CLIPTokenizer
 from rtx.multimodal.zero_shot import retrieval_metrics, zero_shot_classifier, zero_shot_classify
@@ -27,4 +33,5 @@ __version__ = "0.1.0"
 __all__ = ["CLIPConfig", "CLIPTextConfig", "CLIPVisionConfig", "CLIPModel", "CLIPOutput", "CLIPTextModel",
            "CLIPVisionModel", "CLIPTextModelWithProjection", "CLIPVisionModelWithProjection", "clip_loss",
            "contrastive_loss", "CLIPTokenizer", "CLIPImageProcessor", "CLIPProcessor", "zero_shot_classify",
-           "zero_shot_classifier", "retrieval_metrics"]
+           "zero_shot_classifier", "retrieval_metrics", "ViTConfig", "ViTModel", "VisionEncoderDecoderConfig",
+           "VisionEncoderDecoderModel", "Seq2SeqLMOutput"]
