@@ -22,6 +22,8 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
+from rtx.kernel.quant import choose_qparams  # the workspace's one scale/zero-point rule, edge's options
+
 QUANTIZED_OPS = ("Conv", "Gemm", "MatMul")
 _TINY = np.finfo(np.float32).tiny   # the smallest normal float32: scales below it are treated as 0
 _INT32_MAX = 2**31 - 1
@@ -157,10 +159,10 @@ def quantize_weight(w, axis=None, min_scale=None):
         amax = np.abs(w).max(initial=0.0)
     else:
         amax = np.abs(w).max(axis=tuple(i for i in range(w.ndim) if i != axis), initial=0.0)
-    scale = (amax / np.float32(127.0)).astype(np.float32)
     # a channel whose scale is 0 or a denormal (all-zero, or |w| < 1.5e-36) gets scale 1: its weights
     # round to 0, an error below 1e-36, where a zero scale would put inf/NaN into every runtime's math
-    scale = np.where(scale >= _TINY, scale, np.float32(1.0)).astype(np.float32)
+    scale = choose_qparams(-amax, amax, -127, 127, symmetric=True, eps=_TINY, tiny_scale="one",
+                           scale_dtype=np.float32)[0]
     if min_scale is not None:
         scale = np.maximum(scale, np.asarray(min_scale, np.float32)).astype(np.float32)
     shape = [-1 if i == axis else 1 for i in range(w.ndim)] if axis is not None else []
@@ -190,13 +192,10 @@ def activation_params(lo, hi, symmetric=False):
     # The scale is decided in float32, the type the file stores: a range so narrow that its scale is 0
     # or a denormal there (a constant activation, all zeros) gets scale 1 and zero point 0: 0 stays
     # exact and the few values around it round to 0, where a zero scale would divide by zero.
-    scale = np.float32(max(-lo, hi) / 127.0 if symmetric else (hi - lo) / 255.0)
-    if not scale >= _TINY:
-        return np.float32(1.0), np.int8(0)
-    if symmetric:
-        return scale, np.int8(0)
-    zero_point = int(np.clip(np.rint(-128 - lo / float(scale)), -128, 127))
-    return scale, np.int8(zero_point)
+    qmin, qmax = (-127, 127) if symmetric else (-128, 127)
+    scale, zero_point = choose_qparams(lo, hi, qmin, qmax, symmetric=symmetric, eps=_TINY, tiny_scale="one",
+                                       zero_point_rounding="shift_then_round", scale_dtype=np.float32)
+    return scale[()], np.int8(int(zero_point))
 
 
 class _Names:
