@@ -7,7 +7,7 @@ from rtx.science.operators import FNO1d, burgers_1d, grf_1d, relative_l2
 
 
 def fno_burgers(n_train=1000, n_test=200, n=1024, nu=0.1, epochs=500, batch=20, modes=16, width=64, layers=4,
-                lr=1e-3, seed=0, log=None):
+                lr=1e-3, seed=0, log=None, return_model=False):
     """Returns the test relative L2 error. The defaults are Li et al.'s 1D Burgers setting."""
     u0 = grf_1d(n_train + n_test, n, seed=seed)
     uT = burgers_1d(u0, nu=nu, dt=min(1e-3, 0.2 / n))
@@ -30,4 +30,8 @@ def fno_burgers(n_train=1000, n_test=200, n=1024, nu=0.1, epochs=500, batch=20, 
         if log is not None:
             log({"epoch": epoch, "train": float(loss)})
     with rtx.no_grad():
-        return float(relative_l2(model(x[n_train:]), y[n_train:]))
+        pred = model(x[n_train:])
+        err = float(relative_l2(pred, y[n_train:]))
+    if return_model:
+        return err, (np.arange(n) / n, u0[n_train:], uT[n_train:], pred.numpy()[..., 0])
+    return err

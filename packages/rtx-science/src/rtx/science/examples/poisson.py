@@ -9,7 +9,7 @@ import rtx.nn as nn
 from rtx.science.pinn import PINN, laplacian, latin_hypercube
 
 
-def poisson(adam_steps=1000, lbfgs_steps=3000, n_interior=1000, width=32, seed=0, log=None):
+def poisson(adam_steps=1000, lbfgs_steps=3000, n_interior=1000, width=32, seed=0, log=None, return_model=False):
     rtx.manual_seed(seed)
     f64 = rtx.float64
     net = nn.Sequential(nn.Linear(2, width), nn.Tanh(), nn.Linear(width, width), nn.Tanh(),
@@ -30,4 +30,5 @@ def poisson(adam_steps=1000, lbfgs_steps=3000, n_interior=1000, width=32, seed=0
     with rtx.no_grad():
         u = net(rtx.tensor(np.stack([X.ravel(), Y.ravel()], 1), dtype=f64)).numpy().ravel()
     exact = np.sin(pi * X.ravel()) * np.sin(pi * Y.ravel())
-    return float(np.linalg.norm(u - exact) / np.linalg.norm(exact))
+    err = float(np.linalg.norm(u - exact) / np.linalg.norm(exact))
+    return (err, (X, Y, u.reshape(X.shape), exact.reshape(X.shape))) if return_model else err
