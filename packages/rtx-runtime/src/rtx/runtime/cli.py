@@ -47,6 +47,7 @@ KNOWN = {
     "diffuse": ("rtx-diffuse", "train a class-conditional diffusion model and sample from it"),
     "multimodal": ("rtx-multimodal", "train a small CLIP on the digits; zero-shot classify images"),
     "cfd": ("rtx-cfd", "run flow cases (cavity, channel, cylinder) against published benchmarks"),
+    "feature-store": ("rtx-feature-store", "point-in-time features: apply, materialize, serve online features"),
     "etl": ("rtx-etl", "run a data pipeline declared in TOML (local or Dask); inspect data files"),
     "automeasure": ("rtx-automeasure", "tune rtx's kernels for this machine, show the tuning cache, run the benchmark suite"),
     "auto": ("rtx-auto", "run hyper-parameter search workers and report studies (Optuna)"),
