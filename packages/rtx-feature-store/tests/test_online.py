@@ -8,8 +8,20 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from rtx.feature_store import (BreakingChangeError, Entity, FeatureService, FeatureStore, FeatureView, Field,
-                               FileSource, Float64, Int64, OnDemandFeatureView, RequestSource, String)
+from rtx.feature_store import (
+    BreakingChangeError,
+    Entity,
+    FeatureService,
+    FeatureStore,
+    FeatureView,
+    Field,
+    FileSource,
+    Float64,
+    Int64,
+    OnDemandFeatureView,
+    RequestSource,
+    String,
+)
 
 T0 = dt.datetime(2024, 1, 1)
 H = dt.timedelta(hours=1)

@@ -66,7 +66,8 @@ def test_matches_brute_force(tmp_path_factory, events, rows, ttl_min, csv):
 
 def test_never_returns_a_future_value(tmp_path):
     # A late-arriving row (written later, created after the event) with a timestamp after the event is never used.
-    pq.write_table(pa.table({"k": [1, 1], "ts": [T0, T0 + dt.timedelta(hours=1)], "v": [1.0, 2.0]}), tmp_path / "e.parquet")
+    pq.write_table(pa.table({"k": [1, 1], "ts": [T0, T0 + dt.timedelta(hours=1)], "v": [1.0, 2.0]}),
+                   tmp_path / "e.parquet")
     ent = Entity("k", ["k"])
     store = FeatureStore(tmp_path / "repo")
     store.apply([ent, FeatureView("fv", [ent], [Field("v", Float64)], FileSource(str(tmp_path / "e.parquet"), "ts"))])
@@ -76,10 +77,10 @@ def test_never_returns_a_future_value(tmp_path):
 
 
 def test_several_views_and_timezones(tmp_path):
-    utc = dt.timezone.utc
     pq.write_table(pa.table({"a": [1, 2], "ts": pa.array([T0, T0], pa.timestamp("us", tz="UTC")), "x": [10, 20]}),
                    tmp_path / "a.parquet")
-    pq.write_table(pa.table({"b": ["p", "q"], "ts": [T0, T0 + dt.timedelta(hours=2)], "y": [0.5, 1.5]}), tmp_path / "b.parquet")
+    pq.write_table(pa.table({"b": ["p", "q"], "ts": [T0, T0 + dt.timedelta(hours=2)], "y": [0.5, 1.5]}),
+                   tmp_path / "b.parquet")
     ea, eb = Entity("a", ["a"]), Entity("b", ["b"], value_type="String")
     store = FeatureStore(tmp_path / "repo")
     store.apply([ea, eb, FeatureView("va", [ea], [Field("x", Int64)], FileSource(str(tmp_path / "a.parquet"), "ts")),

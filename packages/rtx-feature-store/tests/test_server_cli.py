@@ -97,7 +97,8 @@ def test_server_bad_input_never_5xx(repo):
         assert body["metadata"]["feature_names"] == ["driver_id", "conv_rate", "trips"]
         assert body["results"][1]["values"] == [0.3, None]
         assert body["results"][1]["statuses"][1] == "NOT_FOUND"
-        svc = httpx.post(base + "/get-online-features", json={"feature_service": "ranker", "entities": {"driver_id": [2]}})
+        svc = httpx.post(base + "/get-online-features",
+                         json={"feature_service": "ranker", "entities": {"driver_id": [2]}})
         assert svc.status_code == 200 and svc.json()["results"][1]["values"] == [0.2]
         bad = [
             (b"{not json", 400, "malformed JSON"),

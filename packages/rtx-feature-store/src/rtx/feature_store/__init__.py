@@ -1,11 +1,25 @@
 """Point-in-time correct features: Feast-shaped definitions and a SQLite registry, DuckDB-over-Parquet historical
 retrieval, materialization into SQLite or Redis online stores, a feature server."""
-from .definitions import (Bool, Entity, Field, FeatureService, FeatureView, FileSource, Float32, Float64, Int32,
-                          Int64, OnDemandFeatureView, PushSource, RequestSource, String, UnixTimestamp)
+from .definitions import (
+                          Bool,
+                          Entity,
+                          FeatureService,
+                          FeatureView,
+                          Field,
+                          FileSource,
+                          Float32,
+                          Float64,
+                          Int32,
+                          Int64,
+                          OnDemandFeatureView,
+                          PushSource,
+                          RequestSource,
+                          String,
+                          UnixTimestamp,
+)
 from .online import OnlineStore, RedisOnlineStore, SqliteOnlineStore
 from .registry import BreakingChangeError
-from .store import (NOT_FOUND, NULL_VALUE, OUTSIDE_MAX_AGE, PRESENT, FeatureStore, OnlineResponse,
-                    RetrievalJob)
+from .store import NOT_FOUND, NULL_VALUE, OUTSIDE_MAX_AGE, PRESENT, FeatureStore, OnlineResponse, RetrievalJob
 
 __version__ = "0.1.0"
 

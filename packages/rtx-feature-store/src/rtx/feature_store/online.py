@@ -109,7 +109,7 @@ class RedisOnlineStore(OnlineStore):
         for i in range(0, len(rows), 1000):
             chunk = rows[i:i + 1000]
             args = []
-            for ek, v, ts, cr in chunk:
+            for _ek, v, ts, cr in chunk:
                 args += [json.dumps(v), repr(float(ts)), repr(float(cr))]
             self._write(keys=[self._key(feature_view, r[0]) for r in chunk], args=args)
 

@@ -8,7 +8,7 @@ import runpy
 import tomllib
 from pathlib import Path
 
-from .definitions import (Entity, FeatureService, FeatureView, Field, FileSource, OnDemandFeatureView, PushSource)
+from .definitions import Entity, FeatureService, FeatureView, Field, FileSource, OnDemandFeatureView, PushSource
 
 
 def _source(d, repo):

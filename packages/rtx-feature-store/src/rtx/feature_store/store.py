@@ -79,7 +79,8 @@ class RetrievalJob:
 
         if features is None:
             features = [f.name for f in self.table.schema if f.name != label
-                        and (pa.types.is_integer(f.type) or pa.types.is_floating(f.type) or pa.types.is_boolean(f.type))]
+                        and (pa.types.is_integer(f.type) or pa.types.is_floating(f.type)
+                             or pa.types.is_boolean(f.type))]
         if not features:
             raise ValueError("to_rtx_dataset: no numeric feature columns; pass features=[...]")
 
@@ -117,7 +118,7 @@ class OnlineResponse:
             return (EPOCH + dt.timedelta(seconds=t)).isoformat() + "Z" if t is not None else "1970-01-01T00:00:00Z"
         names = list(self.keys) + self.names
         results = []
-        for k, v in self.keys.items():
+        for v in self.keys.values():
             results.append({"values": list(v), "statuses": [PRESENT] * len(v), "event_timestamps": [iso(0)] * len(v)})
         for n in self.names:
             results.append({"values": self.values[n], "statuses": self.statuses[n],
@@ -157,7 +158,7 @@ class FeatureStore:
     `online_store`: None (feature_store.toml's `online_store`, else SQLite at repo_path/online.db),
     "sqlite:///path.db" or "redis://host:port/db"."""
 
-    def __init__(self, repo_path=".", online_store=None, project=None):
+    def __init__(self, repo_path=".", online_store=None, project=None, registry_cache_ttl=10.0):
         self.repo_path = Path(repo_path)
         self.repo_path.mkdir(parents=True, exist_ok=True)
         cfg = {}
@@ -168,12 +169,17 @@ class FeatureStore:
         self.registry = Registry(self.repo_path / "registry.db")
         self.online = open_online_store(online_store or cfg.get("online_store"), self.repo_path, self.project)
         self._udfs = {}  # OnDemandFeatureView name -> function: code comes from apply(), never from the registry
+        # Like Feast's registry cache_ttl_seconds: definitions are re-read at most this often (apply() in this
+        # process refreshes at once), so an online lookup does not pay for registry queries.
+        self.registry_cache_ttl = registry_cache_ttl
+        self._cache = None
 
     # -- definitions -----------------------------------------------------------------------------------------
     def apply(self, objects, allow_breaking=False):
         """Validate and register definitions (one transaction); BreakingChangeError on incompatible changes."""
         if not isinstance(objects, (list, tuple)):
             objects = [objects]
+        self._cache = None  # validate against the registry as it is now, not a cached copy
         entities = {e["name"]: from_dict(e) for e in self.registry.list("entity")}
         entities.update({o.name: o for o in objects if isinstance(o, Entity)})
         views = {v.name: v for v in self.list_feature_views()}
@@ -204,6 +210,7 @@ class FeatureStore:
                 raise TypeError(f"apply: expected Entity, FeatureView, OnDemandFeatureView or FeatureService, "
                                 f"got {type(o).__name__}")
         versions = self.registry.apply([o.to_dict() for o in objects], allow_breaking=allow_breaking)
+        self._cache = None
         for o in objects:
             if isinstance(o, OnDemandFeatureView):
                 self._udfs[o.name] = o.udf
@@ -226,12 +233,20 @@ class FeatureStore:
         if missing:
             raise ValueError(f"FeatureView {fv.name!r}: source {src.path} lacks column(s) {missing}; it has {cols}")
 
+    def _defs(self):
+        now = time.monotonic()
+        if self._cache is None or now - self._cache[0] > self.registry_cache_ttl:
+            ents = {d["name"]: from_dict(d) for d in self.registry.list("entity")}
+            views = {d["name"]: from_dict(d, ents) for d in self.registry.list("feature_view")}
+            odfvs = {d["name"]: d for d in self.registry.list("on_demand_feature_view")}
+            self._cache = (now, ents, views, odfvs)
+        return self._cache[1:]
+
     def list_entities(self):
-        return [from_dict(d) for d in self.registry.list("entity")]
+        return list(self._defs()[0].values())
 
     def list_feature_views(self):
-        ents = {e.name: e for e in self.list_entities()}
-        return [from_dict(d, ents) for d in self.registry.list("feature_view")]
+        return list(self._defs()[1].values())
 
     def list_on_demand_feature_views(self):
         views = {v.name: v for v in self.list_feature_views()}
@@ -259,8 +274,7 @@ class FeatureStore:
             features = self.get_feature_service(features.name).features
         if isinstance(features, str):
             raise TypeError("features must be a list of 'view:feature' strings or a FeatureService, got a string")
-        views = {v.name: v for v in self.list_feature_views()}
-        odfv_specs = {d["name"]: d for d in self.registry.list("on_demand_feature_view")}
+        _, views, odfv_specs = self._defs()
         out = []
         for ref in features:
             if not isinstance(ref, str) or ":" not in ref:
@@ -362,7 +376,8 @@ class FeatureStore:
         start, end = to_naive_utc(start_date), to_naive_utc(end_date)
         if end <= start:
             raise ValueError(f"materialize: end {end} must be after start {start}")
-        views = [v for v in self.list_feature_views() if v.online and (feature_views is None or v.name in feature_views)]
+        views = [v for v in self.list_feature_views()
+                 if v.online and (feature_views is None or v.name in feature_views)]
         counts = {}
         for v in views:
             counts[v.name] = self._materialize_view(v, start, end)
@@ -413,7 +428,8 @@ class FeatureStore:
         for i in range(t.num_rows):
             vals = {f.name: _native(cols[f.name][i]) for f in v.features if f.name in cols}
             ek = entity_key([cols[k][i] for k in v.join_keys])
-            created = epoch(cols[cr_col][i]) if cr_col and cr_col in cols and cols[cr_col][i] is not None else time.time()
+            has_created = cr_col and cr_col in cols and cols[cr_col][i] is not None
+            created = epoch(cols[cr_col][i]) if has_created else time.time()
             rows.append((ek, vals, epoch(cols[v.source.timestamp_field][i]), created))
         self.online.write(v.name, rows)
         return len(rows)
