@@ -8,7 +8,7 @@ from math import lgamma, log, pi
 
 import numpy as np
 
-from rtx.classical._base import as_output, to_host
+from rtx.classical._base import as_output, gram, small_lapack, to_host
 from rtx.classical.decomposition._base import _BasePCA, randomized_svd, svd_flip_v
 
 
@@ -111,9 +111,10 @@ class PCA(_BasePCA):
             noise = (total_var - ev_h.sum()) / (min(n, p) - k) if k < min(n, p) else 0.0
         else:
             if solver == "covariance_eigh":
-                C = Xc.T @ Xc
+                C = gram(Xc, xp)
                 C /= n - 1
-                evals, evecs = xp.linalg.eigh(C)
+                with small_lapack(xp):
+                    evals, evecs = xp.linalg.eigh(C)
                 evals = xp.maximum(evals[::-1], 0)
                 Vt = evecs[:, ::-1].T
                 U = None

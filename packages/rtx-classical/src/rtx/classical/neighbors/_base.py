@@ -8,29 +8,71 @@ import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
+import rtx.runtime as rt
 from rtx.classical._base import DeviceMixin, as_output, chunk_rows, row_norms_sq, sq_distances, to_host
 
 
+def _select_by_block_min(D, kk, xp):
+    """Column indices of the kk smallest entries of every row of D, unsorted; None when the cut below keeps
+    too many. A full argpartition of each long row is most of the cost here, so a cheaper cut comes first:
+    the kk-th smallest of the rows' block minima bounds the kk-th smallest entry from above (kk blocks each
+    hold an entry at or below it), and only the entries at or below that bound (about kk for real data)
+    are sorted."""
+    m, n = D.shape
+    b = 64
+    nb = n // b
+    if nb < 4 * kk:
+        return None
+    bm = D[:, :nb * b].reshape(m, nb, b).min(axis=2)
+    if nb * b < n:
+        bm = xp.concatenate([bm, D[:, nb * b:].min(axis=1, keepdims=True)], axis=1)
+    tau = xp.partition(bm, kk - 1, axis=1)[:, kk - 1]
+    r, c = xp.nonzero(D <= tau[:, None])
+    if len(r) > 8 * kk * m:  # many equal distances: the cut kept too much
+        return None
+    order = xp.lexsort((c, D[r, c], r))
+    starts = xp.concatenate([xp.zeros(1, dtype=xp.int64), xp.cumsum(xp.bincount(r, minlength=m))[:-1]])
+    return c[order][starts[:, None] + xp.arange(kk)]
+
+
 def kneighbors_brute(Q, F, k, xp, exclude_self=False, budget=64 << 20):
-    """Distances and indices of the k nearest rows of F for every row of Q (sorted by distance)."""
+    """Distances and indices of the k nearest rows of F for every row of Q (sorted by distance).
+    On the CPU, row chunks small enough for cache run side by side on rtx.runtime's pool, each with
+    single-threaded BLAS (OpenBLAS's own threads do worse on these shapes on a busy machine)."""
     n = Q.shape[0]
     f_sq = row_norms_sq(F, xp)
+    q_sq = row_norms_sq(Q, xp)
     dist = xp.empty((n, k), dtype=Q.dtype)
     ind = xp.empty((n, k), dtype=xp.int64)
-    step = chunk_rows(n, F.shape[0], Q.dtype.itemsize, budget)
     kk = k + 1 if exclude_self else k
-    for s in range(0, n, step):
-        D = sq_distances(Q[s:s + step], F, xp, Y_sq=f_sq)
+    Qm2 = Q * -2  # exact: -2 x.y is formed by the GEMM itself, one pass over the distance block fewer
+
+    def run(span):
+        s, e = span
+        # The row's own |q|^2 does not change its ranking: it is added to the kk kept entries only.
+        D = Qm2[s:e] @ F.T
+        D += f_sq
         if exclude_self:
-            D[xp.arange(D.shape[0]), xp.arange(s, s + D.shape[0])] = xp.inf
-        if kk < D.shape[1]:
-            part = xp.argpartition(D, kk - 1, axis=1)[:, :kk]
-        else:
-            part = xp.broadcast_to(xp.arange(D.shape[1]), D.shape)
+            D[xp.arange(e - s), xp.arange(s, e)] = xp.inf
+        part = _select_by_block_min(D, kk, xp) if kk < D.shape[1] else None
+        if part is None:
+            part = (xp.argpartition(D, kk - 1, axis=1)[:, :kk] if kk < D.shape[1]
+                    else xp.broadcast_to(xp.arange(D.shape[1]), D.shape))
         dpart = xp.take_along_axis(D, part, axis=1)
+        dpart += q_sq[s:e, None]
+        xp.maximum(dpart, 0, out=dpart)
         order = xp.argsort(dpart, axis=1, kind="stable")[:, :k]
-        ind[s:s + step] = xp.take_along_axis(part, order, axis=1)
-        dist[s:s + step] = xp.sqrt(xp.take_along_axis(dpart, order, axis=1))
+        ind[s:e] = xp.take_along_axis(part, order, axis=1)
+        dist[s:e] = xp.sqrt(xp.take_along_axis(dpart, order, axis=1))
+
+    if xp is np:
+        step = chunk_rows(n, F.shape[0], Q.dtype.itemsize, 8 << 20)
+        spans = [(s, min(n, s + step)) for s in range(0, n, step)]
+        rt.threads.parallel_map(run, spans)
+    else:
+        step = chunk_rows(n, F.shape[0], Q.dtype.itemsize, budget)
+        for s in range(0, n, step):
+            run((s, min(n, s + step)))
     return dist, ind
 
 
