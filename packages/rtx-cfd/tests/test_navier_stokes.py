@@ -135,7 +135,7 @@ def test_bad_input_errors():
     with pytest.raises(ValueError, match="Periodic must be set on both"):
         NavierStokes2D(Grid(4, 4), 0.1, {"left": Periodic()})
     with pytest.raises(ValueError, match="advection"):
-        NavierStokes2D(Grid(4, 4), 0.1, advection="quick")
+        NavierStokes2D(Grid(4, 4), 0.1, advection="cubic")
     s = NavierStokes2D(Grid(4, 4), 0.1)
     with pytest.raises(ValueError, match=r"initial u must be \(ny, nx \+ 1\)"):
         s.initial_state(rtx.zeros(4, 4, dtype=rtx.float64))

@@ -20,7 +20,10 @@ def cfd_command(argv: list[str]) -> int:
     c.add_argument("--n", type=int, default=129, help="grid lines per side (n - 1 cells)")
     c.add_argument("--tol", type=float, default=1e-6, help="steady residual max |du/dt| / lid velocity")
     c.add_argument("--lid-velocity", type=float, default=1.0)
-    c.add_argument("--advection", choices=("central", "upwind"), default="central")
+    c.add_argument("--advection", choices=("central", "upwind", "quick", "sou"), default="central")
+    c.add_argument("--time-scheme", choices=("ab2cn", "euler"), default="ab2cn",
+                   help="ab2cn: Adams-Bashforth 2 advection + Crank-Nicolson diffusion; euler: explicit")
+    c.add_argument("--cfl", type=float, default=None, help="fraction of the stable time step")
     c.add_argument("--threads", type=int, default=1,
                    help="BLAS threads (default 1: the 128x128 products of the Poisson solve run fastest on one)")
     c.add_argument("--out", default=None, help="PNG: speed and streamlines")
@@ -35,7 +38,8 @@ def cfd_command(argv: list[str]) -> int:
 
     rtx.set_num_threads(args.threads)
     try:
-        flow = cfd.cavity(args.re, n=args.n, tol=args.tol, lid_velocity=args.lid_velocity, advection=args.advection)
+        flow = cfd.cavity(args.re, n=args.n, tol=args.tol, lid_velocity=args.lid_velocity, advection=args.advection,
+                          time_scheme=args.time_scheme, cfl=args.cfl)
     except ValueError as e:
         print(f"{PROG} cavity: error: {e}", file=sys.stderr)
         return 1

@@ -1,11 +1,22 @@
 """Incompressible Navier-Stokes in 2D on a staggered (MAC) grid by the projection method.
 
-One step (Chorin's projection, explicit Euler in time as in Griebel, Dornseifer & Neunhoeffer's
-"Numerical Simulation in Fluid Dynamics"):
+One step (Chorin's projection; `time_scheme="euler"` is explicit Euler as in Griebel, Dornseifer &
+Neunhoeffer's "Numerical Simulation in Fluid Dynamics"):
 
-    u* = u + dt (nu lap u - div(u u) + f)       advection: central (gamma = 0), donor-cell (gamma = 1)
+    u* = u + dt (nu lap u - div(u u) + f)       advection: central, donor-cell (blend gamma), QUICK, SOU
     lap p = div(u*) / dt                          fast diagonalisation, or PCG around an obstacle
     u = u* - dt grad p                            divergence-free to rounding
+
+`time_scheme="ab2cn"` is the semi-implicit scheme of Kim & Moin (1985): Adams-Bashforth 2 for
+advection and forces, Crank-Nicolson for diffusion, in increment form with an incremental pressure
+
+    (I - dt nu/2 L) du = dt (3/2 N^n - 1/2 N^{n-1} - grad p^n) + dt nu L u^n,    u* = u^n + du
+    lap phi = div(u*) / dt,   u = u* - dt grad phi,   p^{n+1} = p^n + phi
+
+with du's boundary values homogeneous, so the Helmholtz solve is the same fast diagonalisation, and
+a steady state is the steady discrete Navier-Stokes solution whatever dt.
+Its time step is limited by advection alone (no diffusion or 2 nu / |u|^2 limit), and it is second
+order in time on periodic domains.
 
 Every operation is an rtx op, so gradients reach nu, wall and inflow velocities, the initial field,
 body forces and a closure network."""
@@ -20,9 +31,14 @@ import rtx
 
 from .flow import Flow2D
 from .grid import Grid, check_boundaries
-from .poisson import FastPoisson, cg
+from .poisson import FastPoisson, Helmholtz, cg
 
-ADVECTION = {"central": 0.0, "upwind": 1.0, "donor-cell": 1.0}
+# name -> (donor-cell blend gamma, upwind-curvature coefficient kappa). The face value is
+# (a + b) / 2 - kappa * curvature at the upwind point: kappa = 1/8 is QUICK (Leonard 1979),
+# 1/2 is second-order (linear) upwind; both fall back to central next to the domain boundary.
+ADVECTION = {"central": (0.0, 0.0), "upwind": (1.0, 0.0), "donor-cell": (1.0, 0.0), "quick": (0.0, 0.125),
+             "sou": (0.0, 0.5), "second-order-upwind": (0.0, 0.5)}
+TIME_SCHEMES = ("euler", "ab2cn")
 
 
 @dataclass
@@ -32,6 +48,8 @@ class State:
     v: rtx.Tensor
     p: rtx.Tensor
     t: float = 0.0
+    prev: tuple = None      # ab2cn: the explicit terms (Nu, Nv) of the previous step, and its dt
+    dt_prev: float = None
 
 
 class NavierStokes2D:
@@ -39,23 +57,29 @@ class NavierStokes2D:
 
     nu: kinematic viscosity (number or scalar tensor). boundaries: {side: Wall/Inflow/Outflow/Periodic}
     (missing sides are no-slip walls). advection: 'central', 'upwind' (donor cell) or a blending
-    factor gamma in [0, 1]. obstacle: (ny, nx) boolean mask of solid cells. force: (fx, fy) body
+    factor gamma in [0, 1], 'quick' or 'sou' (second-order upwind). time_scheme: 'euler' (explicit) or
+    'ab2cn' (Adams-Bashforth 2 advection, Crank-Nicolson diffusion). obstacle: (ny, nx) boolean mask of solid cells. force: (fx, fy) body
     force (numbers or tensors broadcastable to u and v). closure: callable (u, v) -> (fu, fv) added to
     the momentum right-hand side (e.g. a learned sub-grid model)."""
 
     def __init__(self, grid, nu, boundaries=None, *, advection="central", obstacle=None, force=None,
-                 closure=None, dtype=rtx.float64, device=None, pcg_tol=1e-9, pcg_maxiter=2000):
+                 closure=None, dtype=rtx.float64, device=None, pcg_tol=1e-9, pcg_maxiter=2000,
+                 time_scheme="euler"):
         if not isinstance(grid, Grid):
             raise TypeError(f"NavierStokes2D expects a Grid, got {type(grid).__name__}")
         self.grid, self.nu, self.closure = grid, nu, closure
         self.bcs = check_boundaries(boundaries)
+        self.kappa = 0.0
         if isinstance(advection, str):
             if advection not in ADVECTION:
                 raise ValueError(f"advection must be one of {sorted(ADVECTION)} or a number in [0, 1], got {advection!r}")
-            advection = ADVECTION[advection]
+            advection, self.kappa = ADVECTION[advection]
         if not 0.0 <= float(advection) <= 1.0:
             raise ValueError(f"advection blending factor must be in [0, 1], got {advection}")
         self.gamma = float(advection)
+        if time_scheme not in TIME_SCHEMES:
+            raise ValueError(f"time_scheme must be one of {TIME_SCHEMES}, got {time_scheme!r}")
+        self.time_scheme = time_scheme
         self.dtype, self.device = dtype, device
         self.force = force
         self.pcg_tol, self.pcg_maxiter = pcg_tol, pcg_maxiter
@@ -88,6 +112,32 @@ class NavierStokes2D:
             self.fluid_p = self._tensor(~self.obstacle * 1.0)
         self.corr_u, self.corr_v = self._tensor(mu), self._tensor(mv)
         self.stats = {}
+        if time_scheme == "ab2cn":
+            self._setup_helmholtz()
+
+    def _setup_helmholtz(self):
+        """Per velocity component: which entries are unknowns of the implicit solve, and the 1D
+        boundary kinds of the homogeneous increment there (the ghost rules of ext_u / ext_v)."""
+        g, b = self.grid, self.bcs
+
+        def normal(lo, hi, n):  # the component normal to these sides lives on their nodes
+            if lo.kind == "periodic":
+                return slice(0, n), ("periodic", "periodic")
+            kind = lambda bc: "neumann" if bc.kind == "outflow" else "node"  # noqa: E731
+            return slice(1, n), (kind(lo), kind(hi))
+
+        def tangential(bc):
+            if bc.kind == "periodic":
+                return "periodic"
+            return "dirichlet" if (bc.kind == "inflow" or (bc.kind == "wall" and not bc.slip)) else "neumann"
+
+        ux, kx = normal(b["left"], b["right"], g.nx)
+        vy, ky = normal(b["bottom"], b["top"], g.ny)
+        ty = (tangential(b["bottom"]), tangential(b["top"]))
+        tx = (tangential(b["left"]), tangential(b["right"]))
+        mk = lambda nx, ny, x, y: Helmholtz(nx, ny, g.dx, g.dy, x, y, dtype=self.dtype, device=self.device)  # noqa: E731
+        self._hu = (ux, mk(ux.stop - ux.start, g.ny, kx, ty))
+        self._hv = (vy, mk(g.nx, vy.stop - vy.start, tx, ky))
 
     # ---- helpers ---------------------------------------------------------------------------------
 
@@ -193,40 +243,65 @@ class NavierStokes2D:
 
     # ---- the step --------------------------------------------------------------------------------
 
-    def tendency(self, u, v):
-        """nu lap u - div(u u) + f for both components (before projection)."""
-        g, gam = self.grid, self.gamma
+    def _flux(self, vel, lo, hi, curv, dim):
+        """vel times the face value of a quantity between its samples lo and hi: central, plus the
+        donor-cell blend, minus kappa times the curvature at the upwind sample (QUICK, SOU)."""
+        face = (lo + hi) * 0.5
+        if self.kappa:
+            c = curv[:, :-1] if dim == 1 else curv[:-1]
+            d = curv[:, 1:] if dim == 1 else curv[1:]
+            face = face - self.kappa * rtx.where(vel > 0, c, d)
+        flux = vel * face
+        if self.gamma:
+            flux = flux + self.gamma * vel.abs() * (lo - hi) * 0.5
+        return flux
+
+    @staticmethod
+    def _curvature(a, dim):
+        """Second difference along dim at the interior samples, zero at the two ghost ends."""
+        if dim == 1:
+            c = a[:, 2:] - 2 * a[:, 1:-1] + a[:, :-2]
+            z = c[:, :1] * 0.0
+            return rtx.cat([z, c, z], dim=1)
+        c = a[2:] - 2 * a[1:-1] + a[:-2]
+        z = c[:1] * 0.0
+        return rtx.cat([z, c, z], dim=0)
+
+    def terms(self, u, v):
+        """The pieces of the momentum right-hand side: (Nu, Nv) = -div(u u) + f + closure and the
+        Laplacians (lap u, lap v), with the boundary conditions in the ghost cells."""
+        g, k = self.grid, self.kappa
         U, V = self.ext_u(u), self.ext_v(v)
         a, b = U[1:-1, :-1], U[1:-1, 1:]
-        uc = (a + b) * 0.5
-        fuu = uc * uc
-        if gam:
-            fuu = fuu + gam * uc.abs() * (a - b) * 0.5
         du_lo, du_hi = U[:-1, 1:-1], U[1:, 1:-1]
         dv_l, dv_r = V[1:-1, :-1], V[1:-1, 1:]
-        ucor, vcor = (du_lo + du_hi) * 0.5, (dv_l + dv_r) * 0.5
-        fuv_y = ucor * vcor  # flux of u momentum through horizontal cell edges (corners)
-        fuv_x = fuv_y        # flux of v momentum through vertical cell edges
-        if gam:
-            fuv_y = fuv_y + gam * vcor.abs() * (du_lo - du_hi) * 0.5
-            fuv_x = fuv_x + gam * ucor.abs() * (dv_l - dv_r) * 0.5
         c, d = V[:-1, 1:-1], V[1:, 1:-1]
-        vc = (c + d) * 0.5
-        fvv = vc * vc
-        if gam:
-            fvv = fvv + gam * vc.abs() * (c - d) * 0.5
+        ucor, vcor = (du_lo + du_hi) * 0.5, (dv_l + dv_r) * 0.5
+        cux = self._curvature(U, 1)[1:-1] if k else None
+        cuy = self._curvature(U, 0)[:, 1:-1] if k else None
+        cvx = self._curvature(V, 1)[1:-1] if k else None
+        cvy = self._curvature(V, 0)[:, 1:-1] if k else None
+        fuu = self._flux((a + b) * 0.5, a, b, cux, 1)
+        fuv_y = self._flux(vcor, du_lo, du_hi, cuy, 0)  # u momentum through horizontal edges (corners)
+        fuv_x = self._flux(ucor, dv_l, dv_r, cvx, 1)    # v momentum through vertical edges
+        fvv = self._flux((c + d) * 0.5, c, d, cvy, 0)
         idx2, idy2 = 1.0 / g.dx ** 2, 1.0 / g.dy ** 2
         Uc, Vc = U[1:-1, 1:-1], V[1:-1, 1:-1]
         lap_u = (U[1:-1, 2:] + U[1:-1, :-2] - 2 * Uc) * idx2 + (U[2:, 1:-1] + U[:-2, 1:-1] - 2 * Uc) * idy2
         lap_v = (V[1:-1, 2:] + V[1:-1, :-2] - 2 * Vc) * idx2 + (V[2:, 1:-1] + V[:-2, 1:-1] - 2 * Vc) * idy2
-        fu = self.nu * lap_u - (fuu[:, 1:] - fuu[:, :-1]) / g.dx - (fuv_y[1:] - fuv_y[:-1]) / g.dy
-        fv = self.nu * lap_v - (fuv_x[:, 1:] - fuv_x[:, :-1]) / g.dx - (fvv[1:] - fvv[:-1]) / g.dy
+        nu_ = -(fuu[:, 1:] - fuu[:, :-1]) / g.dx - (fuv_y[1:] - fuv_y[:-1]) / g.dy
+        nv_ = -(fuv_x[:, 1:] - fuv_x[:, :-1]) / g.dx - (fvv[1:] - fvv[:-1]) / g.dy
         if self.force is not None:
-            fu, fv = fu + self.force[0], fv + self.force[1]
+            nu_, nv_ = nu_ + self.force[0], nv_ + self.force[1]
         if self.closure is not None:
             cu, cv = self.closure(u, v)
-            fu, fv = fu + cu, fv + cv
-        return fu, fv
+            nu_, nv_ = nu_ + cu, nv_ + cv
+        return nu_, nv_, lap_u, lap_v
+
+    def tendency(self, u, v):
+        """nu lap u - div(u u) + f for both components (before projection)."""
+        nu_, nv_, lap_u, lap_v = self.terms(u, v)
+        return self.nu * lap_u + nu_, self.nu * lap_v + nv_
 
     def project(self, u, v, dt, p0=None):
         """Make (u, v) discretely divergence-free; returns (u, v, p)."""
@@ -257,12 +332,50 @@ class NavierStokes2D:
 
     def step(self, state, dt):
         """One projection step of size dt; returns the new State."""
+        if self.time_scheme == "ab2cn":
+            return self._step_ab2cn(state, dt)
         fu, fv = self.tendency(state.u, state.v)
         u, v = self.apply_normal_bc(state.u + dt * fu, state.v + dt * fv)
+        return self._finish(state, u, v, dt)
+
+    def _finish(self, state, u, v, dt, prev=None):
         if self.obstacle is not None:
             u, v = u * self.fluid_u, v * self.fluid_v
-        u, v, p = self.project(u, v, dt, p0=None if self.obstacle is None else state.p.detach())
-        return State(u, v, p, state.t + dt)
+        if prev is None:
+            u, v, p = self.project(u, v, dt, p0=None if self.obstacle is None else state.p.detach())
+            return State(u, v, p, state.t + dt)
+        # incremental projection: the predictor carried grad p^n, the projection adds the increment
+        u, v, phi = self.project(u, v, dt, p0=None if self.obstacle is None else state.p.detach() * 0.0)
+        return State(u, v, state.p + phi, state.t + dt, prev, dt)
+
+    def _step_ab2cn(self, state, dt):
+        nu_, nv_, lap_u, lap_v = self.terms(state.u, state.v)
+        if state.prev is None:  # first step: Euler for the explicit part
+            eu, ev = nu_, nv_
+        else:  # variable-step AB2: (1 + r/2) N^n - r/2 N^{n-1}, r = dt / dt_prev
+            r = dt / state.dt_prev
+            eu = (1 + 0.5 * r) * nu_ - (0.5 * r) * state.prev[0]
+            ev = (1 + 0.5 * r) * nv_ - (0.5 * r) * state.prev[1]
+        # The old pressure gradient goes into the predictor (incremental projection, Van Kan 1986):
+        # without it the steady state would carry an O(dt nu) error from the Crank-Nicolson half.
+        g, P = self.grid, self.ext_p(state.p)
+        eu = eu - self.corr_u * (P[1:-1, 1:] - P[1:-1, :-1]) / g.dx
+        ev = ev - self.corr_v * (P[1:, 1:-1] - P[:-1, 1:-1]) / g.dy
+        a = 0.5 * dt * self.nu
+        (su, hu), (sv, hv) = self._hu, self._hv
+        du = hu((dt * (eu + self.nu * lap_u))[:, su], a)
+        dv = hv((dt * (ev + self.nu * lap_v))[sv], a)
+        u, v = state.u, state.v
+        if su.start == 0:  # periodic: the last face is the first one
+            u = u + rtx.cat([du, du[:, :1]], dim=1)
+        else:
+            u = rtx.cat([u[:, :1], u[:, su] + du, u[:, -1:]], dim=1)
+        if sv.start == 0:
+            v = v + rtx.cat([dv, dv[:1]], dim=0)
+        else:
+            v = rtx.cat([v[:1], v[sv] + dv, v[-1:]], dim=0)
+        u, v = self.apply_normal_bc(u, v)
+        return self._finish(state, u, v, dt, prev=(nu_, nv_))
 
     # ---- driving ---------------------------------------------------------------------------------
 
@@ -284,17 +397,33 @@ class NavierStokes2D:
 
     def stable_dt(self, state, cfl=0.5):
         """Largest stable explicit step times cfl: advective CFL, diffusion, and for central
-        advection the advection-diffusion limit 2 nu / |u|^2 of forward Euler."""
+        advection the advection-diffusion limit 2 nu / |u|^2 of forward Euler. With ab2cn diffusion
+        is implicit: only the advective limit 1 / (|u|/dx + |v|/dy) remains."""
         g = self.grid
         nu = float(self.nu.detach().item() if isinstance(self.nu, rtx.Tensor) else self.nu)
-        umax = max(float(state.u.detach().abs().max().item()), 1e-12)
-        vmax = max(float(state.v.detach().abs().max().item()), 1e-12)
+        # The boundary speeds count too: a cavity at rest has |u| = 0 inside but a moving lid.
+        wall = self._boundary_speed()
+        umax = max(float(state.u.detach().abs().max().item()), wall, 1e-12)
+        vmax = max(float(state.v.detach().abs().max().item()), wall, 1e-12)
+        if self.time_scheme == "ab2cn":
+            return cfl / (umax / g.dx + vmax / g.dy)
         limits = [g.dx / umax, g.dy / vmax]
         if nu > 0:
             limits.append(0.5 / (nu * (1 / g.dx ** 2 + 1 / g.dy ** 2)))
             if self.gamma < 1.0:
                 limits.append(2 * nu / (umax ** 2 + vmax ** 2))
         return cfl * min(limits)
+
+    def _boundary_speed(self):
+        g, speed = self.grid, 0.0
+        for side, bc in self.bcs.items():
+            val = getattr(bc, "velocity", None)
+            if val is None:
+                continue
+            coords = g.y if side in ("left", "right") else g.x
+            val = self._value(val, coords)
+            speed = max(speed, float(val.detach().abs().max().item()) if isinstance(val, rtx.Tensor) else abs(val))
+        return speed
 
     def run(self, state=None, *, t_end=None, steps=None, tol=None, dt=None, cfl=0.5, check_every=50,
             checkpoint_every=0, max_steps=10 ** 7, callback=None):
@@ -333,6 +462,9 @@ class NavierStokes2D:
                     residual = max(float((new.u - state.u).detach().abs().max().item()),
                                    float((new.v - state.v).detach().abs().max().item())) / this_dt
                     history.append((n + 1, new.t, residual))
+                    if not np.isfinite(residual):
+                        raise FloatingPointError(f"the solution diverged at step {n + 1} (t = {new.t:.4g}); "
+                                                 f"lower cfl (now {cfl}) or pass a smaller dt")
                 state = new
                 n += 1
                 if check and residual < tol:
@@ -347,17 +479,21 @@ class NavierStokes2D:
     def _checkpointed(self, state, dt, k):
         from rtx.utils.checkpoint import checkpoint
 
-        def block(u, v, p, *_):
-            s = State(u, v, p, state.t)
+        history = tuple(state.prev) if state.prev is not None else ()
+
+        def block(u, v, p, *rest):
+            s = State(u, v, p, state.t, tuple(rest[:2]) if history else None, state.dt_prev)
             for _ in range(k):
                 s = self.step(s, dt)
-            return s.u, s.v, s.p
+            return (s.u, s.v, s.p) + (tuple(s.prev) if s.prev is not None else ())
 
         # The solver's own tensors (viscosity, wall/inflow values, forces, closure parameters) are
         # used by closure; passing them too makes the block's outputs require grad when they do.
-        # Reentrant checkpointing accumulates their gradients during the recomputation.
-        u, v, p = checkpoint(block, state.u, state.v, state.p, *self._grad_tensors())
-        return State(u, v, p, state.t + k * dt)
+        # Reentrant checkpointing accumulates their gradients during the recomputation. The AB2
+        # history (previous explicit terms) goes in and out of the block with the fields.
+        out = checkpoint(block, state.u, state.v, state.p, *history, *self._grad_tensors())
+        prev = tuple(out[3:5]) if len(out) > 3 else None
+        return State(out[0], out[1], out[2], state.t + k * dt, prev, dt if prev is not None else None)
 
     def _grad_tensors(self):
         found = [self.nu] + [getattr(bc, "velocity", None) for bc in self.bcs.values()] + list(self.force or ())

@@ -17,8 +17,10 @@ import rtx
 
 
 def laplacian_1d(n, h, left, right):
-    """The 1D second-difference matrix on n cell centres. left/right: 'neumann' (ghost = p),
-    'dirichlet' (value 0 on the face: ghost = -p) or 'periodic' (both)."""
+    """The 1D second-difference matrix on n points. left/right: 'neumann' (ghost = p),
+    'dirichlet' (value 0 on the face half a cell out: ghost = -p), 'node' (value 0 one full spacing
+    out: the unknowns are the interior nodes, as for the normal velocity between two walls) or
+    'periodic' (both)."""
     a = np.zeros((n, n))
     i = np.arange(n)
     a[i, i] = -2.0
@@ -35,8 +37,8 @@ def laplacian_1d(n, h, left, right):
                 a[end, end] += 1.0
             elif kind == "dirichlet":
                 a[end, end] -= 1.0
-            else:
-                raise ValueError(f"1D boundary kind must be 'neumann', 'dirichlet' or 'periodic', got {kind!r}")
+            elif kind != "node":
+                raise ValueError(f"1D boundary kind must be 'neumann', 'dirichlet', 'node' or 'periodic', got {kind!r}")
     return a / h ** 2
 
 
@@ -65,6 +67,32 @@ class FastPoisson:
                              f"got {tuple(b.shape)}")
         b_hat = self.qyt @ b @ self.qx
         return self.qy @ (b_hat * self.inv) @ self.qxt
+
+
+class Helmholtz:
+    """Solve (I - a L) x = b for the 5-point Laplacian L of laplacian_1d kinds, by the same fast
+    diagonalisation; `a` (a number, or a scalar tensor such as dt * nu / 2 with nu requiring grad)
+    may change from call to call: only the diagonal 1 / (1 - a lambda) is recomputed (cached for numbers).
+    Used for the Crank-Nicolson half of the semi-implicit time step."""
+
+    def __init__(self, nx, ny, dx, dy, x, y, dtype=rtx.float64, device=None):
+        lam_x, qx = np.linalg.eigh(laplacian_1d(nx, dx, *x))
+        lam_y, qy = np.linalg.eigh(laplacian_1d(ny, dy, *y))
+        self.lam_np = lam_y[:, None] + lam_x[None, :]
+        t = lambda a: rtx.tensor(a, dtype=dtype, device=device)  # noqa: E731
+        self.qx, self.qxt, self.qy, self.qyt = t(qx), t(qx.T.copy()), t(qy), t(qy.T.copy())
+        self.lam, self._t, self._cache = t(self.lam_np), t, {}
+        self.shape = (ny, nx)
+
+    def __call__(self, b, a):
+        if isinstance(a, rtx.Tensor):
+            inv = 1.0 / (1.0 - a * self.lam)
+        else:
+            inv = self._cache.get(a)
+            if inv is None:
+                self._cache.clear()  # one step size at a time (adaptive dt changes it rarely)
+                inv = self._cache[a] = self._t(1.0 / (1.0 - a * self.lam_np))
+        return self.qy @ ((self.qyt @ b @ self.qx) * inv) @ self.qxt
 
 
 def poisson_fft(b, lx=2 * np.pi, ly=2 * np.pi):
