@@ -42,3 +42,28 @@ def test_train_clip_cli_short_run_learns_and_zero_shot_cli(tmp_path, capsys):
 def test_full_run_reaches_the_issue_targets(tmp_path):
     r = train(out=tmp_path / "clip", max_steps=600, minutes=30, lr=1e-3, progress=False)
     assert r.zero_shot_accuracy >= 0.90 and r.retrieval["image_to_text_R@1"] >= 0.80
+
+
+SHORT_CAPTIONER_MIN = 25.0   # percent; chance is 10% (measured: 43% at 300 steps, lr 3e-3)
+
+
+def test_train_captioner_cli_short_run(tmp_path, capsys):
+    """300 steps at lr 3e-3 (~30 s): well above chance; the opt-in run below reaches the issue's 90%."""
+    from rtx.multimodal.train_captioner import names_digit
+    assert names_digit("a handwritten 7", 7) and names_digit("the digit seven", 7)
+    assert not names_digit("a seven or a 1", 7) and not names_digit("a photo", 7)
+    out = tmp_path / "cap"
+    assert multimodal_command(["train-captioner", "--dataset", "digits", "--out", str(out), "--steps", "300",
+                               "--lr", "3e-3", "--no-progress"]) == 0
+    text = capsys.readouterr().out
+    acc = float(text.split("held-out digits (359): ")[1].split("%")[0])
+    assert acc >= SHORT_CAPTIONER_MIN, text
+    for f in ("config.json", "model.safetensors", "vocab.json"):
+        assert (out / f).exists()
+
+
+@pytest.mark.skipif(not os.environ.get("RTX_LONG"), reason="full learning run: RTX_LONG=1")
+def test_captioner_full_run_names_the_digit(tmp_path):
+    from rtx.multimodal.train_captioner import train_captioner
+    r = train_captioner(out=tmp_path / "cap", max_steps=1500, minutes=30, progress=False)
+    assert r.accuracy >= 0.90

@@ -8,6 +8,7 @@ _USAGE = """usage: rtx multimodal <subcommand> [args...]
 subcommands:
   train-clip  contrastive training of a small CLIP on scikit-learn's digits paired with varied captions
   zero-shot   classify image files with a CLIP folder against class names (prompt ensembling)
+  train-captioner  train a small ViT + GPT-2 captioner (VisionEncoderDecoderModel) on the digits
 
 rtx multimodal <subcommand> --help shows its options."""
 
@@ -19,7 +20,7 @@ def multimodal_command(argv=None) -> int:
         print(_USAGE)
         return 0 if argv else 2
     sub, rest = argv[0], argv[1:]
-    handlers = {"train-clip": _train_clip, "zero-shot": _zero_shot}
+    handlers = {"train-clip": _train_clip, "zero-shot": _zero_shot, "train-captioner": _train_captioner}
     if sub not in handlers:
         print(f"rtx multimodal: unknown subcommand {sub!r}\n\n{_USAGE}")
         return 2
@@ -49,6 +50,30 @@ def _train_clip(argv):
     print(f"rtx multimodal train-clip: {r.steps} steps in {r.seconds:.0f} s, loss {r.final_loss:.4f}, "
           f"{r.parameters:,} parameters -> {r.path}")
     print(f"  try it: rtx multimodal zero-shot {r.path} --images img.png --classes zero,one,two")
+    return 0
+
+
+def _train_captioner(argv):
+    p = argparse.ArgumentParser(prog="rtx multimodal train-captioner", description="Train a small "
+                                "VisionEncoderDecoderModel (ViT + GPT-2 with cross-attention) on scikit-learn's 8x8 "
+                                "digits with varied captions; writes the model and vocab.json and reports how many "
+                                "greedy captions of held-out digits name the digit.")
+    p.add_argument("--dataset", default="digits", choices=["digits"])
+    p.add_argument("--out", required=True, help="folder to write (config.json, model.safetensors, vocab.json)")
+    p.add_argument("--minutes", type=float, default=10.0, help="wall-time budget")
+    p.add_argument("--steps", type=int, default=1500, help="stop after this many steps")
+    p.add_argument("--batch-size", type=int, default=64)
+    p.add_argument("--lr", type=float, default=1e-3)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--no-progress", action="store_true")
+    a = p.parse_args(argv)
+    if a.minutes <= 0 or a.steps < 1:
+        p.error("--minutes must be positive and --steps at least 1")
+    from rtx.multimodal.train_captioner import train_captioner
+    r = train_captioner(a.dataset, a.out, minutes=a.minutes, max_steps=a.steps, batch_size=a.batch_size, lr=a.lr,
+                        seed=a.seed, progress=not a.no_progress)
+    print(f"rtx multimodal train-captioner: {r.steps} steps in {r.seconds:.0f} s, loss {r.final_loss:.4f}, "
+          f"{r.parameters:,} parameters -> {r.path}")
     return 0
 
 
