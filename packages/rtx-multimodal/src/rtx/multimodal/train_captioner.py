@@ -87,7 +87,7 @@ def pixels(images):
 
 
 def build(vocab_size, seed=0):
-    from rtx.multimodal import ViTConfig, VisionEncoderDecoderConfig, VisionEncoderDecoderModel
+    from rtx.multimodal import VisionEncoderDecoderConfig, VisionEncoderDecoderModel, ViTConfig
     from rtx.transformers import GPT2Config
     rtx.manual_seed(seed)
     enc = ViTConfig(hidden_size=64, num_hidden_layers=2, num_attention_heads=4, intermediate_size=128, image_size=8,
