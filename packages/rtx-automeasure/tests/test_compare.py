@@ -38,3 +38,15 @@ def test_rejects_non_measurements():
     import pytest
     with pytest.raises(TypeError, match="Measurement"):
         Compare([1.0])
+
+
+def test_report_command_lists_the_cache(tmp_path, monkeypatch, capsys):
+    from rtx.automeasure.cli import automeasure_command
+    from rtx.runtime import tuning
+    monkeypatch.setenv("RTX_TUNING_CACHE", str(tmp_path / "t.json"))
+    tuning.clear_memo()
+    tuning.store("conv2d", (8, 64, 32, 32), "float32", "cpu", {"chunk_bytes": 1024}, speedup=1.25)
+    assert automeasure_command(["report"]) == 0
+    out = capsys.readouterr().out
+    assert "1 entries" in out and "conv2d" in out and "8x64x32x32" in out and "1.250" in out
+    tuning.clear_memo()
