@@ -63,7 +63,7 @@ def _grow_tree(codes, g, h, edges, est, n_bins):
         rows, hist, depth, (_, f, b) = leaves.pop(node)
         go_left = codes[rows, f] <= b
         kids = []
-        for part in (rows[go_left], rows[~go_left]):
+        for _ in range(2):
             kids.append(len(feature))
             feature.append(-1), threshold.append(0.0), left.append(-1), right.append(-1), value.append(0.0)
         feature[node], threshold[node], left[node], right[node] = f, float(edges[f][b]), kids[0], kids[1]
