@@ -72,7 +72,7 @@ def main():
     optimizerD = optim.Adam(netD.parameters(), lr=0.0002, betas=(0.5, 0.999))
     optimizerG = optim.Adam(netG.parameters(), lr=0.0002, betas=(0.5, 0.999))
     d_losses, g_losses = [], []
-    for epoch in range(8):
+    for _ in range(8):
         for (real,) in loader:
             netD.zero_grad()
             b_size = real.size(0)

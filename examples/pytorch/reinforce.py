@@ -70,10 +70,10 @@ def finish_episode():
 
 def main():
     running_reward, best = 10, 0
-    for i_episode in range(1, args.episodes + 1):
+    for i_episode in range(1, args.episodes + 1):  # noqa: B007  (reported after the loop)
         state, _ = env.reset()
         ep_reward = 0
-        for t in range(1, 500):
+        for _ in range(1, 500):
             action = select_action(state)
             state, reward, terminated, truncated, _ = env.step(action)
             policy.rewards.append(reward)

@@ -85,7 +85,7 @@ def main():
     model = RNNModel(len(vocab), 64, 64, 2)
     criterion = nn.NLLLoss()
     lr, bptt, best_val = 5.0, 20, None
-    for epoch in range(4):
+    for _ in range(4):
         model.train()
         hidden = model.init_hidden(20)
         for i in range(0, train_data.size(0) - 1, bptt):

@@ -5,7 +5,18 @@ import pytest
 
 import rtx
 from rtx.autograd import gradcheck
-from rtx.cfd import Grid, Inflow, NavierStokes2D, Outflow, Periodic, Wall, cavity, cylinder_mask, ghia, poiseuille_profile
+from rtx.cfd import (
+    Grid,
+    Inflow,
+    NavierStokes2D,
+    Outflow,
+    Periodic,
+    Wall,
+    cavity,
+    cylinder_mask,
+    ghia,
+    poiseuille_profile,
+)
 
 
 def test_projection_is_divergence_free_and_idempotent():

@@ -4,9 +4,21 @@ import pytest
 
 import rtx
 from rtx.autograd import gradcheck
-from rtx.cfd import (LBM2D, Spectral2D, Spectral3D, advection_diffusion_fv, advection_diffusion_spectral,
-                     burgers_cole_hopf, burgers_fv, burgers_spectral, decaying_turbulence_vorticity, ghia,
-                     lbm_cavity, taylor_green, taylor_green_3d)
+from rtx.cfd import (
+    LBM2D,
+    Spectral2D,
+    Spectral3D,
+    advection_diffusion_fv,
+    advection_diffusion_spectral,
+    burgers_cole_hopf,
+    burgers_fv,
+    burgers_spectral,
+    decaying_turbulence_vorticity,
+    ghia,
+    lbm_cavity,
+    taylor_green,
+    taylor_green_3d,
+)
 
 
 def test_taylor_green_kinetic_energy_decay():

@@ -67,7 +67,8 @@ def cylinder(re, *, diameter=1.0, length=16.0, height=8.0, cells_per_d=16, t_end
     solver = NavierStokes2D(grid, diameter / re,
                             {"left": Inflow(1.0), "right": Outflow(), "bottom": Wall(slip=True),
                              "top": Wall(slip=True)},
-                            advection=advection, time_scheme=time_scheme, obstacle=cylinder_mask(grid, center, diameter),
+                            advection=advection, time_scheme=time_scheme,
+                            obstacle=cylinder_mask(grid, center, diameter),
                             device=device)
     j = int(np.clip(np.searchsorted(grid.yf, probe[1]), 0, ny))
     i = int(np.clip(np.searchsorted(grid.x, probe[0]), 0, nx - 1))

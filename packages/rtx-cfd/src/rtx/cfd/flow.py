@@ -60,9 +60,9 @@ class Flow2D:
             f = self.u if name == "ugrid" else self.v
             ny, nx = f.shape
             lo, hi, bo, to = (float(a) for a in vals)
-            col = lambda val: f[:, :1] * 0.0 + val  # noqa: E731
+            col = lambda val: f[:, :1] * 0.0 + val  # noqa: E731,B023  (used at once, with this f)
             f = rtx.cat([col(lo), f, col(hi)], dim=1)
-            row = lambda val: f[:1] * 0.0 + val  # noqa: E731
+            row = lambda val: f[:1] * 0.0 + val  # noqa: E731,B023  (used at once, with this f)
             f = rtx.cat([row(bo), f, row(to)], dim=0)
             xs = np.concatenate([[0.0], self.x, [self.lx]])
             ys = np.concatenate([[0.0], self.y, [self.ly]])
@@ -164,7 +164,8 @@ class Flow2D:
         ny, nx = u.shape
         with open(path, "w") as f:
             f.write("# vtk DataFile Version 3.0\nrtx.cfd Flow2D t=%r\nASCII\nDATASET STRUCTURED_POINTS\n" % self.t)
-            f.write(f"DIMENSIONS {nx} {ny} 1\nORIGIN {self.x[0]!r} {self.y[0]!r} 0\nSPACING {self.dx!r} {self.dy!r} 1\n")
+            f.write(f"DIMENSIONS {nx} {ny} 1\nORIGIN {self.x[0]!r} {self.y[0]!r} 0\n"
+                    f"SPACING {self.dx!r} {self.dy!r} 1\n")
             f.write(f"POINT_DATA {nx * ny}\nVECTORS velocity double\n")
             np.savetxt(f, np.stack([u.ravel(), v.ravel(), np.zeros(u.size)], axis=1), fmt="%.17g")
             for name, a in (("pressure", p), ("vorticity", w)):

@@ -58,7 +58,8 @@ class NavierStokes2D:
     nu: kinematic viscosity (number or scalar tensor). boundaries: {side: Wall/Inflow/Outflow/Periodic}
     (missing sides are no-slip walls). advection: 'central', 'upwind' (donor cell) or a blending
     factor gamma in [0, 1], 'quick' or 'sou' (second-order upwind). time_scheme: 'euler' (explicit) or
-    'ab2cn' (Adams-Bashforth 2 advection, Crank-Nicolson diffusion). obstacle: (ny, nx) boolean mask of solid cells. force: (fx, fy) body
+    'ab2cn' (Adams-Bashforth 2 advection, Crank-Nicolson diffusion). obstacle: (ny, nx) boolean mask of solid
+    cells. force: (fx, fy) body
     force (numbers or tensors broadcastable to u and v). closure: callable (u, v) -> (fu, fv) added to
     the momentum right-hand side (e.g. a learned sub-grid model)."""
 
@@ -72,7 +73,8 @@ class NavierStokes2D:
         self.kappa = 0.0
         if isinstance(advection, str):
             if advection not in ADVECTION:
-                raise ValueError(f"advection must be one of {sorted(ADVECTION)} or a number in [0, 1], got {advection!r}")
+                raise ValueError(f"advection must be one of {sorted(ADVECTION)} or a number in [0, 1], "
+                                 f"got {advection!r}")
             advection, self.kappa = ADVECTION[advection]
         if not 0.0 <= float(advection) <= 1.0:
             raise ValueError(f"advection blending factor must be in [0, 1], got {advection}")
@@ -100,7 +102,8 @@ class NavierStokes2D:
         self.obstacle = None if obstacle is None else np.asarray(obstacle, dtype=bool)
         if self.obstacle is not None:
             if self.obstacle.shape != (g.ny, g.nx):
-                raise ValueError(f"obstacle mask must have shape (ny, nx) = ({g.ny}, {g.nx}), got {self.obstacle.shape}")
+                raise ValueError(f"obstacle mask must have shape (ny, nx) = ({g.ny}, {g.nx}), "
+                                 f"got {self.obstacle.shape}")
             s = np.pad(self.obstacle, ((0, 0), (1, 1)), mode="edge" if b["left"].kind != "periodic" else "wrap")
             solid_u = s[:, :-1] | s[:, 1:]
             s = np.pad(self.obstacle, ((1, 1), (0, 0)), mode="edge" if b["bottom"].kind != "periodic" else "wrap")

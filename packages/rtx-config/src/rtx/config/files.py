@@ -22,7 +22,8 @@ import secrets
 __all__ = ["write_atomic"]
 
 
-def write_atomic(path, data, *, text: bool | None = None, encoding: str | None = "utf-8", newline: str | None = None) -> None:
+def write_atomic(path, data, *, text: bool | None = None, encoding: str | None = "utf-8",
+                 newline: str | None = None) -> None:
     """Replace the file `path` by `data` in one step (see the module's notes).
 
     data: bytes, a str (written as text in `encoding`), or a callable that is given the open

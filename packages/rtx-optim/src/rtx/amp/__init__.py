@@ -20,7 +20,8 @@ Ops that honour autocast:
   cosine_similarity (PyTorch's CPU list leaves these in the lower dtype). softmax, log_softmax,
   sum and prod keep an explicit dtype= argument.
 - promote (mixed floating inputs go to the widest): cat, stack, through rtx's type promotion.
-Not yet: the ops in the float32 lists that rtx lacks or that live elsewhere (cdist, pdist, cumsum, cumprod, linalg, fft).
+Not yet: the ops in the float32 lists that rtx lacks or that live elsewhere (cdist, pdist, cumsum, cumprod,
+linalg, fft).
 """
 from rtx.amp.autocast_mode import autocast
 from rtx.amp.grad_scaler import GradScaler, OptState

@@ -49,7 +49,7 @@ KNOWN = {
     "cfd": ("rtx-cfd", "run flow cases (cavity, channel, cylinder) against published benchmarks"),
     "feature-store": ("rtx-feature-store", "point-in-time features: apply, materialize, serve online features"),
     "etl": ("rtx-etl", "run a data pipeline declared in TOML (local or Dask); inspect data files"),
-    "automeasure": ("rtx-automeasure", "tune rtx's kernels for this machine, show the tuning cache, run the benchmark suite"),
+    "automeasure": ("rtx-automeasure", "tune rtx's kernels for this machine, show the tuning cache, run benchmarks"),
     "auto": ("rtx-auto", "run hyper-parameter search workers and report studies (Optuna)"),
 }
 

@@ -154,7 +154,8 @@ def _read(path: Path) -> dict:
             doc = json.loads(path.read_text(encoding="utf-8"))
             if not isinstance(doc, dict) or not isinstance(doc.get("entries"), dict):
                 raise ValueError("expected an object with an 'entries' object")
-            data = {k: v for k, v in doc["entries"].items() if isinstance(v, dict) and isinstance(v.get("config"), dict)}
+            data = {k: v for k, v in doc["entries"].items()
+                    if isinstance(v, dict) and isinstance(v.get("config"), dict)}
         except (OSError, ValueError) as e:  # json.JSONDecodeError is a ValueError
             warnings.warn(f"rtx tuning cache {path} ignored ({e}); kernels use their defaults. "
                           "Delete it or run `rtx automeasure tune` to rebuild it.", RuntimeWarning, stacklevel=3)
