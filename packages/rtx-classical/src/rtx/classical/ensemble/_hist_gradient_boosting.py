@@ -77,7 +77,7 @@ def _grow_tree(codes, g, h, edges, est, n_bins):
             can = (est.max_depth is None or d < est.max_depth) and len(parts[i]) >= 2 * msl
             leaves[kids[i]] = (parts[i], hists[i], d, _best_split(hists[i], l2, msl) if can else None)
         n_leaves += 1
-    for node, (rows, hist, _, _) in leaves.items():
+    for node, (_, hist, _, _) in leaves.items():
         G, H = hist[0].sum(1)[0], hist[1].sum(1)[0]
         value[node] = -est.learning_rate * G / (H + l2)
     return (np.array(feature), np.array(threshold), np.array(left), np.array(right), np.array(value))
