@@ -59,10 +59,15 @@ def plot_fno(grid, u0, truth, pred, path, err, k=3):
     plt = _plt()
     fig, axes = plt.subplots(1, k, figsize=(4.5 * k, 3.4))
     for i, ax in enumerate(np.atleast_1d(axes)):
-        ax.plot(grid, u0[i], color="0.6", lw=1, label="u(x, 0)")
+        # u(x, 0) on its own axis: with nu = 0.1 the state at t = 1 is a few % of it
+        ax0 = ax.twinx()
+        ax0.plot(grid, u0[i], color="0.75", lw=1)
+        ax0.set_ylabel("u(x, 0) (grey)", color="0.5")
         ax.plot(grid, truth[i], "k-", lw=1, label="u(x, 1) spectral solver")
         ax.plot(grid, pred[i], "r--", lw=1.5, label="FNO1d")
         ax.set(xlabel="x", title=f"test sample {i}")
+        ax.set_zorder(ax0.get_zorder() + 1)
+        ax.patch.set_visible(False)
     np.atleast_1d(axes)[0].legend(fontsize=8)
     fig.suptitle(f"FNO1d on Burgers, test relative L2 {err:.2e}")
     _save(fig, path)
@@ -75,5 +80,5 @@ def plot_energy(t, E, path, drift):
     ax.axhline(0.01, color="r", lw=0.8, ls=":")
     ax.axhline(-0.01, color="r", lw=0.8, ls=":")
     ax.set(xlabel="t", ylabel="(E(t) - E(0)) / E(0)",
-           title=f"true pendulum energy along the learned HNN + leapfrog rollout (max {drift:.1e})")
+           title=f"HNN + leapfrog: true pendulum energy (max drift {drift:.1e})")
     _save(fig, path)
