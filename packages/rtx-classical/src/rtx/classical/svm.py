@@ -7,8 +7,8 @@
   two-variable update and the same rho rule, kernels rbf/poly/linear/sigmoid with gamma 'scale'/'auto',
   one-vs-one for several classes (libsvm's vote, first class on ties), decision_function_shape 'ovr' as
   scikit-learn builds it. No shrinking (it changes the path, not the optimum) and no probability outputs.
-The kernel matrix is formed once on the estimator's device; the SMO steps run on the host (one pair of
-samples per step)."""
+SMO runs on the host: it computes kernel rows as it needs them (one pair of samples per step, too small for
+a GPU); prediction's kernel block runs on the estimator's device."""
 from __future__ import annotations
 
 import numbers
@@ -124,12 +124,26 @@ class LinearSVC(ClassifierMixin, DeviceMixin, BaseEstimator):
         return labels_output(self.classes_, idx, X)
 
 
-def _smo(K, y, C, tol, max_iter):
-    """libsvm's Solver::Solve (no shrinking) for min 0.5 a'Qa - e'a, 0 <= a <= C, y'a = 0, Q = yy' * K.
-    Returns alpha and rho (the decision is sum a_i y_i K(x_i, x) - rho)."""
+class _QRows:
+    """Rows of Q = yy' * K computed when SMO first asks for them and kept (libsvm's kernel cache, unbounded):
+    SMO touches only the rows of its working sets, usually far fewer than n, so the n x n matrix is never
+    formed (at 5k samples forming it was most of the fit)."""
+
+    def __init__(self, kernel, X, y):
+        self.kernel, self.X, self.y, self.rows = kernel, X, y, {}
+
+    def __getitem__(self, i):
+        r = self.rows.get(i)
+        if r is None:
+            r = self.rows[i] = self.y[i] * self.y * self.kernel(self.X[i:i + 1], self.X)[0]
+        return r
+
+
+def _smo(Q, QD, y, C, tol, max_iter):
+    """libsvm's Solver::Solve (no shrinking) for min 0.5 a'Qa - e'a, 0 <= a <= C, y'a = 0, Q = yy' * K
+    (Q[i] gives a row; QD is Q's diagonal). Returns alpha and rho (the decision is
+    sum a_i y_i K(x_i, x) - rho) and the iteration count."""
     n = len(y)
-    Q = K * np.outer(y, y)
-    QD = np.diag(Q).copy()
     alpha = np.zeros(n)
     G = -np.ones(n)
     it = 0
@@ -145,14 +159,15 @@ def _smo(K, y, C, tol, max_iter):
         if gmax - gmin < tol:
             break
         b = gmax - yG
-        a = QD[i] + QD - 2 * y[i] * y * Q[i]
+        Qi = Q[i]
+        a = QD[i] + QD - 2 * y[i] * y * Qi
         a = np.where(a > 0, a, _TAU)
         cand = low & (b > 0)
         j = int(np.argmin(np.where(cand, -(b * b) / a, np.inf)))
         Ci, Cj = C[i], C[j]
         ai, aj = alpha[i], alpha[j]
         if y[i] != y[j]:
-            quad = max(QD[i] + QD[j] + 2 * Q[i, j], _TAU)
+            quad = max(QD[i] + QD[j] + 2 * Qi[j], _TAU)
             delta = (-G[i] - G[j]) / quad
             diff = ai - aj
             ai += delta
@@ -168,7 +183,7 @@ def _smo(K, y, C, tol, max_iter):
             elif aj > Cj:
                 aj, ai = Cj, Cj + diff
         else:
-            quad = max(QD[i] + QD[j] - 2 * Q[i, j], _TAU)
+            quad = max(QD[i] + QD[j] - 2 * Qi[j], _TAU)
             delta = (G[i] - G[j]) / quad
             s = ai + aj
             ai -= delta
@@ -183,7 +198,7 @@ def _smo(K, y, C, tol, max_iter):
                     aj, ai = Cj, s - Cj
             elif ai < 0:
                 ai, aj = 0.0, s
-        G += Q[i] * (ai - alpha[i]) + Q[j] * (aj - alpha[j])
+        G += Qi * (ai - alpha[i]) + Q[j] * (aj - alpha[j])
         alpha[i], alpha[j] = ai, aj
         it += 1
     # libsvm's calculate_rho: the mean of y*G over free alphas, else the middle of the feasible interval
@@ -262,8 +277,15 @@ class SVC(ClassifierMixin, DeviceMixin, BaseEstimator):
         elif g <= 0:
             raise ValueError(f"gamma must be > 0, got {g!r}")
         self._gamma = float(g)
-        Xf = X.astype(xp.float64)
-        K = to_host(self._kernel(Xf, Xf, xp))
+        # SMO asks for one kernel row at a time: too small a step for a GPU, so it runs on the host
+        Xf = to_host(X).astype(np.float64)
+        if self.kernel == "rbf":
+            kdiag = np.ones(len(Xf))
+        else:
+            xx = np.einsum("ij,ij->i", Xf, Xf)
+            kdiag = xx if self.kernel == "linear" else (
+                (self._gamma * xx + self.coef0) ** self.degree if self.kernel == "poly"
+                else np.tanh(self._gamma * xx + self.coef0))
         # libsvm's one-vs-one: a binary problem per pair (i < j), class i as +1; zero-weight samples left out
         pairs, used = [], np.zeros(len(idx), dtype=bool)
         n_iter = []
@@ -272,7 +294,8 @@ class SVC(ClassifierMixin, DeviceMixin, BaseEstimator):
             for b in range(a + 1, k):
                 rows = np.flatnonzero(((idx == a) | (idx == b)) & (sw > 0))
                 yy = np.where(idx[rows] == a, 1.0, -1.0)
-                alpha, rho, it = _smo(K[np.ix_(rows, rows)], yy, self.C * sw[rows], self.tol, self.max_iter)
+                Q = _QRows(lambda A, B: self._kernel(A, B, np), Xf[rows], yy)
+                alpha, rho, it = _smo(Q, kdiag[rows], yy, self.C * sw[rows], self.tol, self.max_iter)
                 sv = alpha > 0
                 pairs.append((rows[sv], alpha[sv] * yy[sv], rho))
                 used[rows[sv]] = True
