@@ -6,8 +6,8 @@ Interleaved and warm: each round runs rtx then scikit-learn (the order swaps eve
 table gives each side's best round (the first round pays imports and first-touch costs).
 
 Sizes are the issue's (KMeans 200k x 32 k=16; kNN 20k queries against 200k x 64; PCA 100k x 256 -> 32;
-LogisticRegression 100k x 100; RandomForest (100 trees) 100k x 20), every row count times --scale.
-HistGradientBoosting and SVC are not in rtx.classical yet: their rows say so."""
+LogisticRegression 100k x 100; RandomForest (100 trees) and HistGradientBoosting 100k x 20; SVC RBF 5k x 20),
+every row count times --scale."""
 from __future__ import annotations
 
 import argparse
@@ -28,13 +28,14 @@ def cases(scale):
     def n(k):
         return max(100, int(k * scale))
 
-    from sklearn import cluster, decomposition, ensemble, linear_model, neighbors
+    from sklearn import cluster, decomposition, ensemble, linear_model, neighbors, svm
 
     import rtx.classical.cluster as rc
     import rtx.classical.decomposition as rd
     import rtx.classical.ensemble as re_
     import rtx.classical.linear_model as rl
     import rtx.classical.neighbors as rn
+    import rtx.classical.svm as rs
     X = rng.normal(size=(n(200_000), 32)).astype(np.float32)
     yield ("KMeans 200k x 32, k=16", lambda: cluster.KMeans(16, n_init=1, random_state=0).fit(X),
            lambda: rc.KMeans(16, n_init=1, random_state=0).fit(X))
@@ -53,6 +54,11 @@ def cases(scale):
     yt = (T[:, 0] + T[:, 1] * T[:, 2] + rng.normal(size=len(T)) > 0).astype(int)
     yield ("RandomForest 100 trees, 100k x 20", lambda: ensemble.RandomForestClassifier(100, random_state=0).fit(T, yt),
            lambda: re_.RandomForestClassifier(100, random_state=0).fit(T, yt))
+    yield ("HistGradientBoosting 100k x 20", lambda: ensemble.HistGradientBoostingClassifier(random_state=0).fit(T, yt),
+           lambda: re_.HistGradientBoostingClassifier(random_state=0).fit(T, yt))
+    S = rng.normal(size=(n(5_000), 20))
+    ys = (S[:, 0] * S[:, 1] + S[:, 2] > 0).astype(int)
+    yield ("SVC RBF 5k x 20", lambda: svm.SVC().fit(S, ys), lambda: rs.SVC().fit(S, ys))
 
 
 def main():
@@ -76,7 +82,6 @@ def main():
                 t_rx.append(_time(rx))
         t_rx, t_sk = min(t_rx), min(t_sk)
         print(f"| {name} | {t_sk:.2f} | {t_rx:.2f} | {t_rx / t_sk:.2f}x |", flush=True)
-    print("| HistGradientBoosting, SVC RBF | - | - | not in rtx.classical yet |")
 
 
 if __name__ == "__main__":
