@@ -1,8 +1,11 @@
 """Materialization and online retrieval; every test runs against SQLite and a real redis-server."""
 import datetime as dt
-import multiprocessing as mp
 import random
+import runpy
+import subprocess
+import sys
 import threading
+from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -24,6 +27,7 @@ from rtx.feature_store import (
 )
 
 T0 = dt.datetime(2024, 1, 1)
+WRITER = Path(__file__).with_name("online_writer.py")
 H = dt.timedelta(hours=1)
 
 
@@ -140,26 +144,21 @@ def test_registry_versions_and_breaking_changes(tmp_path):
     assert store.get_feature_view("stats").schema[0].dtype == "String"
 
 
-def _writer_proc(spec, repo, seed, n):
-    store = FeatureStore(repo, online_store=spec)
-    r = random.Random(seed)
-    for i in range(n):
-        k = r.randrange(10)
-        # every row keeps its invariant: trips == 2 * round(rate * 1000): a torn row breaks it
-        v = r.randrange(1000)
-        store.write_to_online_store("stats", {"driver_id": [k], "ts": [T0 + dt.timedelta(seconds=i * 3 + seed)],
-                                              "rate": [v / 1000], "trips": [2 * v]})
+def _write_rows(spec, repo, seed, n):
+    # the same code the writer processes run (online_writer.py is a script, not an importable module)
+    runpy.run_path(str(WRITER), run_name="online_writer")["write_rows"](spec, repo, seed, n)
 
 
 def test_concurrent_writers_and_readers(tmp_path, online_spec):
     store = make_repo(tmp_path, online_spec, random_events(5, 5))
     repo = str(tmp_path / "repo")
-    procs = [mp.get_context("spawn").Process(target=_writer_proc, args=(online_spec, repo, s, 60)) for s in (1, 2)]
+    procs = [subprocess.Popen([sys.executable, str(WRITER), online_spec, repo, str(s), "60"], stderr=subprocess.PIPE)
+             for s in (1, 2)]
     errors = []
 
     def thread_writer():
         try:
-            _writer_proc(online_spec, repo, 3, 60)
+            _write_rows(online_spec, repo, 3, 60)
         except Exception as e:  # noqa: BLE001  (reported below)
             errors.append(e)
 
@@ -178,15 +177,12 @@ def test_concurrent_writers_and_readers(tmp_path, online_spec):
             errors.append(e)
 
     threads = [threading.Thread(target=thread_writer), threading.Thread(target=reader), threading.Thread(target=reader)]
-    for p in procs:
-        p.start()
     for t in threads:
         t.start()
-    for p in procs:
-        p.join(120)
+    outcomes = [(p.communicate(timeout=120)[1].decode()[-2000:], p.returncode)[::-1] for p in procs]
     threads[0].join(120)
     stop.set()
     for t in threads[1:]:
         t.join(30)
-    assert [p.exitcode for p in procs] == [0, 0]
+    assert [code for code, _ in outcomes] == [0, 0], [err for _, err in outcomes]
     assert not errors, errors[:3]
