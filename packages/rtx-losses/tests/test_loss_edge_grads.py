@@ -1,36 +1,18 @@
 """Every loss at the edges of its domain (issue 26): forward values and gradients equal
 PyTorch's, NaN where PyTorch gives NaN and finite where it is finite (probabilities of 0 and 1 in
 binary_cross_entropy, ±inf and huge logits, log(0), zero vectors, kinks at the margin). The
-reference numbers were computed once with PyTorch 2.13 by data/make_loss_edge_grads.py (cases in
+reference numbers were computed once with PyTorch 2.13 by tools/make_edge_grads.py (cases in
 data/loss_edge_cases.py, shared by both sides) and are stored in data/loss_edge_grads.json."""
-import importlib.util
-import json
 import os
-import warnings
 
 import numpy as np
 import pytest
 
 import rtx
 import rtx.nn.functional as F
+from rtx.testing import check_edge_case, load_edge_cases
 
-_DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
-_spec = importlib.util.spec_from_file_location("loss_edge_cases", os.path.join(_DATA, "loss_edge_cases.py"))
-cases = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(cases)
-with open(os.path.join(_DATA, "loss_edge_grads.json")) as _f:
-    EXPECTED = json.load(_f)
-
-
-def assert_like_torch(got, want, what):
-    got = np.asarray(got, dtype=np.float64)
-    want = np.asarray(want, dtype=np.float64)
-    assert got.shape == want.shape, f"{what}: shape {got.shape} != {want.shape}"
-    assert np.array_equal(np.isnan(got), np.isnan(want)), f"{what}: NaN at {np.isnan(got)} vs torch {np.isnan(want)}"
-    fin = np.isfinite(want)
-    assert np.array_equal(got[~fin & ~np.isnan(want)], want[~fin & ~np.isnan(want)]), f"{what}: inf {got} vs {want}"
-    np.testing.assert_allclose(got[fin], want[fin], rtol=2e-5, atol=1e-6 * max(1.0, np.abs(want[fin]).max(initial=0)),
-                               err_msg=f"{what}: rtx {got} vs torch {want}")
+cases, EXPECTED = load_edge_cases(os.path.join(os.path.dirname(os.path.abspath(__file__)), "data"), "loss")
 
 
 def _soft_margin_exact(x, y, g):
@@ -56,21 +38,7 @@ def _with_exact(name, inputs, want):
 
 @pytest.mark.parametrize("name", list(cases.CASES))
 def test_loss_edges_match_pytorch(name):
-    fn, inputs, wrt = cases.CASES[name]
-    ts = [rtx.tensor(v, dtype=getattr(rtx, d), requires_grad=(i in wrt)) for i, (v, d) in enumerate(inputs)]
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        y = fn(F, rtx, *ts)
-        g = rtx.tensor(cases.grad_output(y.numel()), dtype=y.dtype).reshape(y.shape)
-        grads = rtx.autograd.grad(y, [ts[i] for i in wrt], g, allow_unused=True)
-    want = _with_exact(name, inputs, EXPECTED[name])
-    assert_like_torch(y.detach().numpy(), want["out"], f"{name} forward")
-    for i, gr, wg in zip(wrt, grads, want["grads"]):
-        if wg is None:
-            assert gr is None or not np.any(gr.numpy()), f"{name}: torch has no gradient for input {i}"
-            continue
-        assert gr is not None, f"{name}: no gradient for input {i}"
-        assert_like_torch(gr.numpy(), wg, f"{name} d/d input {i}")
+    check_edge_case(cases, name, _with_exact(name, cases.CASES[name][1], EXPECTED[name]), F)
 
 
 def test_bce_primitive_gradients_and_double_backward_inside_the_domain():

@@ -1,5 +1,5 @@
 """Edge-of-domain cases for every loss (probabilities of exactly 0 and 1, ±inf and huge logits,
-log(0), zero vectors, kinks at the margin), shared by make_loss_edge_grads.py (run once with
+log(0), zero vectors, kinks at the margin), shared by tools/make_edge_grads.py (run once with
 PyTorch 2.13 to write loss_edge_grads.json) and test_loss_edge_grads.py (rtx against it).
 
 Each case: (function(F, lib, *tensors), inputs as (values, dtype), which inputs get gradients).

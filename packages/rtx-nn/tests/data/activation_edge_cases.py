@@ -1,5 +1,5 @@
 """Edge-of-domain cases for every activation of rtx.nn.functional (±inf, huge magnitudes, the
-thresholds and kinks exactly, -0.0, exp overflow points), shared by make_activation_edge_grads.py
+thresholds and kinks exactly, -0.0, exp overflow points), shared by tools/make_edge_grads.py
 (run once with PyTorch 2.13 to write activation_edge_grads.json) and
 test_activation_edge_grads.py (rtx against it).
 

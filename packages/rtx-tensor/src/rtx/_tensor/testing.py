@@ -110,3 +110,55 @@ def check_case(case: OpCase, device="cpu"):
     gradcheck(f, gin, atol=case.grad_atol, rtol=case.grad_rtol)
     if case.gradgrad:
         gradgradcheck(f, gin, atol=case.grad_atol, rtol=case.grad_rtol)
+
+
+# ---- edge-of-domain tests against numbers PyTorch computed once -------------------------------------------------
+# A package's tests/data holds `<stem>_edge_cases.py` (CASES = {name: (fn(F, torch_or_rtx, *tensors), inputs, wrt)},
+# grad_output(n)) and `<stem>_edge_grads.json`, written once by tools/make_edge_grads.py in a PyTorch venv.
+
+def load_edge_cases(data_dir, stem):
+    """(cases module, reference dict) of the edge-of-domain test `stem` in `data_dir`."""
+    import importlib.util
+    import json
+    import os
+    spec = importlib.util.spec_from_file_location(f"{stem}_edge_cases", os.path.join(data_dir, f"{stem}_edge_cases.py"))
+    cases = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(cases)
+    with open(os.path.join(data_dir, f"{stem}_edge_grads.json")) as f:
+        return cases, json.load(f)
+
+
+def assert_like_reference(got, want, what):
+    """NaN exactly where the reference has NaN, the same infinities, finite values within float32 rounding."""
+    got = np.asarray(got, dtype=np.float64)
+    want = np.asarray(want, dtype=np.float64)
+    assert got.shape == want.shape, f"{what}: shape {got.shape} != {want.shape}"
+    nan = np.isnan(want)
+    assert np.array_equal(np.isnan(got), nan), f"{what}: NaN at {np.isnan(got)} vs reference {nan}"
+    fin = np.isfinite(want)
+    inf = ~fin & ~nan
+    assert np.array_equal(got[inf], want[inf]), f"{what}: infinities {got} vs reference {want}"
+    np.testing.assert_allclose(got[fin], want[fin], rtol=2e-5, atol=1e-6 * max(1.0, np.abs(want[fin]).max(initial=0)),
+                               err_msg=f"{what}: rtx {got} vs reference {want}")
+
+
+def check_edge_case(cases, name, want, F):
+    """Run case `name` through rtx (F: rtx.nn.functional) and compare its output and gradients with `want`
+    ({"out": ..., "grads": [...]}; a None gradient means the reference has none, so rtx's must be absent or zero)."""
+    import warnings
+
+    import rtx
+    fn, inputs, wrt = cases.CASES[name]
+    ts = [rtx.tensor(v, dtype=getattr(rtx, d), requires_grad=(i in wrt)) for i, (v, d) in enumerate(inputs)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        y = fn(F, rtx, *ts)
+        g = rtx.tensor(cases.grad_output(y.numel()), dtype=y.dtype).reshape(y.shape)
+        grads = rtx.autograd.grad(y, [ts[i] for i in wrt], g, allow_unused=True)
+    assert_like_reference(y.detach().numpy(), want["out"], f"{name} forward")
+    for i, gr, wg in zip(wrt, grads, want["grads"]):
+        if wg is None:
+            assert gr is None or not np.any(gr.numpy()), f"{name}: the reference has no gradient for input {i}"
+            continue
+        assert gr is not None, f"{name}: no gradient for input {i}"
+        assert_like_reference(gr.numpy(), wg, f"{name} d/d input {i}")
