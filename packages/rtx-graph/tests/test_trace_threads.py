@@ -10,6 +10,7 @@ import rtx
 import rtx.graph as G
 import rtx.nn as nn
 import rtx.nn.functional as F
+from rtx.testing import run_while_working
 
 
 class Block(nn.Module):
@@ -54,34 +55,8 @@ def train(steps, progress=None):
 
 
 def run_while_training(fn, steps=150, min_runs=3):
-    """Run fn() repeatedly in this thread while another thread trains; return fn's results, the
-    trainer's result, and how many runs saw the trainer make progress meanwhile."""
-    progress, out = [], {}
-    old = sys.getswitchinterval()
-    sys.setswitchinterval(1e-5)  # switch threads often: many interleavings per trace
-    try:
-        def work():
-            try:
-                out["train"] = train(steps, progress)
-            except BaseException as e:  # reported below: the trace broke the other thread's work
-                out["error"] = e
-                progress.append(1)
-
-        t = threading.Thread(target=work)
-        t.start()
-        while not progress:
-            pass
-        results, overlapped = [], 0
-        while t.is_alive() or len(results) < min_runs:
-            before = len(progress)
-            results.append(fn())
-            overlapped += len(progress) > before and t.is_alive()
-        t.join()
-    finally:
-        sys.setswitchinterval(old)
-    if "error" in out:
-        raise AssertionError(f"the training thread failed: {out['error']!r}") from out["error"]
-    return results, out["train"], overlapped
+    """fn()'s results while another thread trains, the trainer's result, and how many runs overlapped it."""
+    return run_while_working(fn, lambda progress: train(steps, progress), min_runs)
 
 
 @pytest.fixture(scope="module")

@@ -1,8 +1,6 @@
 """rtx.onnx.export and InferenceSession construction trace the model on a thread-local hook:
 run while another thread trains a different model, they give the same ONNX model and the same
 plan as alone, and the training gives bit-identical parameters."""
-import sys
-import threading
 
 import numpy as np
 import pytest
@@ -11,6 +9,7 @@ import rtx
 import rtx.nn as nn
 import rtx.onnx
 from rtx.inference import InferenceSession
+from rtx.testing import run_while_working
 
 
 def _model():
@@ -36,33 +35,7 @@ def train(steps, progress):
 
 
 def run_while_training(fn, steps=150, min_runs=2):
-    progress, out = [], {}
-
-    def work():
-        try:
-            out["train"] = train(steps, progress)
-        except BaseException as e:
-            out["error"] = e
-            progress.append(1)
-
-    old = sys.getswitchinterval()
-    sys.setswitchinterval(1e-5)
-    try:
-        t = threading.Thread(target=work)
-        t.start()
-        while not progress:
-            pass
-        results, overlapped = [], 0
-        while t.is_alive() or len(results) < min_runs:
-            before = len(progress)
-            results.append(fn())
-            overlapped += len(progress) > before and t.is_alive()
-        t.join()
-    finally:
-        sys.setswitchinterval(old)
-    if "error" in out:
-        raise AssertionError(f"the training thread failed: {out['error']!r}") from out["error"]
-    return results, out["train"], overlapped
+    return run_while_working(fn, lambda progress: train(steps, progress), min_runs)
 
 
 @pytest.fixture(scope="module")

@@ -162,3 +162,40 @@ def check_edge_case(cases, name, want, F):
             continue
         assert gr is not None, f"{name}: no gradient for input {i}"
         assert_like_reference(gr.numpy(), wg, f"{name} d/d input {i}")
+
+
+# ---- thread-safety tests: one thing runs while another thread works -------------------------------------------
+
+def run_while_working(fn, work, min_runs=2):
+    """Call fn() repeatedly in this thread while work(progress) runs in another thread (appending to `progress` as
+    it goes); return (fn's results, work's result, how many fn() calls saw work progress meanwhile). Threads switch
+    every 10 µs meanwhile, so each call meets many interleavings; an exception in `work` fails the test here."""
+    import sys
+    import threading
+    progress, out = [], {}
+
+    def target():
+        try:
+            out["work"] = work(progress)
+        except BaseException as e:  # noqa: BLE001  (re-raised in the caller's thread below)
+            out["error"] = e
+            progress.append(1)
+
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(1e-5)
+    try:
+        t = threading.Thread(target=target)
+        t.start()
+        while not progress:
+            pass
+        results, overlapped = [], 0
+        while t.is_alive() or len(results) < min_runs:
+            before = len(progress)
+            results.append(fn())
+            overlapped += len(progress) > before and t.is_alive()
+        t.join()
+    finally:
+        sys.setswitchinterval(old)
+    if "error" in out:
+        raise AssertionError(f"the working thread failed: {out['error']!r}") from out["error"]
+    return results, out["work"], overlapped
