@@ -6,6 +6,7 @@ import pytest
 import rtx
 from rtx.autograd import gradcheck
 from rtx.geom import utils as U
+from rtx.geom.data import Data
 from rtx.geom.datasets import FakeDataset, KarateClub, StochasticBlockModelDataset
 from rtx.geom.loader import DataLoader, LinkNeighborLoader, NeighborLoader
 
@@ -147,3 +148,44 @@ def test_neighbor_loader_samples_real_edges():
     nid = b.n_id.numpy()
     pos = b.edge_label_index.numpy()[:, :16]
     assert all((nid[s], nid[d]) in edges for s, d in pos.T)
+
+
+@pytest.mark.parametrize("replace", [False, True])
+def test_neighbor_sampler_counts_ids_and_uniformity(replace):
+    # Exact sampling contract: seeds first, then hop-1 then hop-2 nodes; a seed gets min(deg, k1) distinct
+    # in-edges (k1 with replacement), a hop-1 node min(deg, k2); e_id points at the very edge sampled.
+    rs = np.random.default_rng(3)
+    n = 60
+    ei = np.unique(rs.integers(0, n, (2, 500)), axis=1)
+    ei = ei[:, ei[0] != ei[1]]
+    ei = ei[:, rs.permutation(ei.shape[1])]
+    deg = np.bincount(ei[1], minlength=n)
+    data = Data(x=t(np.arange(n, dtype=np.float64)[:, None]), edge_index=t(ei), edge_attr=t(np.arange(ei.shape[1])))
+    k1, k2 = 4, 2
+    for b in NeighborLoader(data, [k1, k2], batch_size=7, shuffle=True, replace=replace, seed=5):
+        nid, sei, eid = b.n_id.numpy(), b.edge_index.numpy(), b.e_id.numpy()
+        assert len(np.unique(nid)) == len(nid)
+        np.testing.assert_array_equal(ei[:, eid], nid[sei])
+        np.testing.assert_array_equal(b.edge_attr.numpy(), eid)
+        seeds = np.arange(b.batch_size)
+        np.testing.assert_array_equal(nid[seeds], b.input_id.numpy())  # input_nodes = all nodes
+        hop1 = np.setdiff1d(sei[0][np.isin(sei[1], seeds)], seeds)
+        assert np.array_equal(hop1, np.arange(b.batch_size, b.batch_size + len(hop1)))  # hop-1 nodes next
+        indeg = np.bincount(sei[1], minlength=len(nid))
+        want1 = np.where(deg[nid[seeds]] > 0, k1, 0) if replace else np.minimum(deg[nid[seeds]], k1)
+        want2 = np.where(deg[nid[hop1]] > 0, k2, 0) if replace else np.minimum(deg[nid[hop1]], k2)
+        np.testing.assert_array_equal(indeg[seeds], want1)
+        np.testing.assert_array_equal(indeg[hop1], want2)
+        assert indeg[b.batch_size + len(hop1):].sum() == 0
+        if not replace:
+            assert len(np.unique(eid)) == len(eid)
+    # every in-edge of a node is equally likely: node v with deg 8 sampled k=3 many times
+    v = int(np.argmax(deg == 8))
+    loader = NeighborLoader(data, [3], input_nodes=t(np.full(2000, v)), batch_size=1, replace=replace, seed=0)
+    counts = np.zeros(ei.shape[1])
+    for b in loader:
+        np.add.at(counts, b.e_id.numpy(), 1)
+    picks = counts[ei[1] == v]
+    assert picks.sum() == 3 * 2000 and len(picks) == 8
+    # expected 750 each; binomial sd ~ 22: 5 sd bounds
+    assert np.abs(picks - 750).max() < 5 * np.sqrt(2000 * 3 / 8 * (1 - 3 / 8)), picks

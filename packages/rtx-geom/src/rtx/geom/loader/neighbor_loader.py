@@ -16,6 +16,9 @@ def _host(t):
 
 
 class _Sampler:
+    """GraphSAGE sampling on a CSC copy of the graph, vectorised per hop: one random draw covers every
+    frontier node's picks, and a node -> local id table (reset after each batch) relabels them."""
+
     def __init__(self, data, num_neighbors, replace=False, seed=None):
         self.data = data
         self.num_neighbors = list(num_neighbors)
@@ -27,38 +30,70 @@ class _Sampler:
         self.eid_sorted = order
         self.colptr = np.concatenate([[0], np.cumsum(np.bincount(ei[1], minlength=self.n))])
         self.rng = np.random.default_rng(seed)
+        self._local = np.full(self.n, -1, dtype=np.int64)  # global -> local id of the batch being built
+
+    def _pick(self, frontier, k):
+        """CSC positions of the in-edges sampled for each frontier node, grouped by node, and how many each got."""
+        lo = self.colptr[frontier]
+        deg = self.colptr[frontier + 1] - lo
+        if k < 0:
+            count = deg
+        elif self.replace:
+            count = np.where(deg > 0, k, 0)
+        else:
+            count = np.minimum(deg, k)
+        owner = np.repeat(np.arange(len(frontier)), count)
+        starts = np.cumsum(count) - count
+        if k >= 0 and self.replace:
+            # k draws with replacement from each node's in-edges: one uniform per pick
+            return lo[owner] + (self.rng.random(len(owner)) * deg[owner]).astype(np.int64), count
+        full = (deg <= k) | (k < 0)
+        # nodes with at most k in-edges keep them all
+        pos = lo[owner] + np.arange(len(owner)) - starts[owner]
+        big = np.nonzero(~full)[0]
+        if len(big):
+            # k of deg without replacement: a random key per candidate edge, the k smallest keys per node win
+            # (a uniform k-subset); argsort of node-index + key sorts by node, then by key
+            cand_owner = np.repeat(big, deg[big])
+            cand_start = np.cumsum(deg[big]) - deg[big]
+            offset = np.arange(len(cand_owner)) - np.repeat(cand_start, deg[big])
+            order = np.argsort(np.repeat(np.arange(len(big)), deg[big]) + self.rng.random(len(cand_owner)),
+                               kind="stable")
+            rank = np.arange(len(order)) - np.repeat(cand_start, deg[big])
+            keep = order[rank < k]
+            pos[~full[owner]] = lo[cand_owner[keep]] + offset[keep]
+        return pos, count
 
     def sample(self, seeds):
         """(node ids with seeds first, sampled edges as local [2, e] (source, target), their global edge ids)."""
         seeds = np.asarray(seeds, dtype=np.int64)
-        nodes, inv = np.unique(seeds, return_inverse=True)
-        n_id = list(seeds[np.sort(np.unique(inv, return_index=True)[1])])
-        local = {int(v): i for i, v in enumerate(n_id)}
-        frontier = np.array(n_id, dtype=np.int64)
+        first = np.sort(np.unique(seeds, return_index=True)[1])
+        n_id = [seeds[first]]
+        local = self._local
+        local[n_id[0]] = np.arange(len(first))
+        size = len(first)
+        frontier = n_id[0]
         rows, cols, eids = [], [], []
-        for k in self.num_neighbors:
-            nxt = []
-            for v in frontier:
-                lo, hi = self.colptr[v], self.colptr[v + 1]
-                deg = hi - lo
-                if deg == 0:
-                    continue
-                if k < 0 or (deg <= k and not self.replace):
-                    pick = np.arange(lo, hi)
-                else:
-                    pick = lo + self.rng.choice(deg, size=k, replace=self.replace)
-                for p in pick:
-                    u = int(self.src_sorted[p])
-                    if u not in local:
-                        local[u] = len(n_id)
-                        n_id.append(u)
-                        nxt.append(u)
-                    rows.append(local[u])
-                    cols.append(local[int(v)])
-                    eids.append(int(self.eid_sorted[p]))
-            frontier = np.array(nxt, dtype=np.int64)
-        return (np.array(n_id, dtype=np.int64), np.array([rows, cols], dtype=np.int64).reshape(2, -1),
-                np.array(eids, dtype=np.int64))
+        try:
+            for k in self.num_neighbors:
+                pos, count = self._pick(frontier, k)
+                src = self.src_sorted[pos]
+                # new nodes get the next local ids in order of first appearance
+                fresh = src[local[src] < 0]
+                fresh = fresh[np.sort(np.unique(fresh, return_index=True)[1])]
+                local[fresh] = size + np.arange(len(fresh))
+                size += len(fresh)
+                n_id.append(fresh)
+                rows.append(local[src])
+                cols.append(np.repeat(local[frontier], count))
+                eids.append(self.eid_sorted[pos])
+                frontier = fresh
+            n_id = np.concatenate(n_id)
+        finally:
+            local[np.concatenate(n_id) if isinstance(n_id, list) else n_id] = -1
+        e = np.concatenate(rows) if rows else np.zeros(0, np.int64)
+        return (n_id, np.stack([e, np.concatenate(cols) if cols else e]),
+                np.concatenate(eids) if eids else e)
 
     def subgraph_data(self, seeds):
         n_id, ei, e_id = self.sample(seeds)
