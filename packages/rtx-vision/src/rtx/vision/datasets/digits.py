@@ -3,24 +3,20 @@ test set): no file and no download needed."""
 from __future__ import annotations
 
 import numpy as np
-from PIL import Image
 
 import rtx
-from rtx.vision.datasets.vision import VisionDataset
+from rtx.vision.datasets.mnist import GreyDigitImages
 
 __all__ = ["Digits"]
 
 
-class Digits(VisionDataset):
+class Digits(GreyDigitImages):
     """scikit-learn's digits as a torchvision-style data set of 8x8 'L' PIL images (the 0..16
     intensities scaled to 0..255) and int labels.
 
     train/test: a fixed split, the same for a given split_seed: a seeded permutation puts
     int(test_fraction * 1797) images (359 by default) in the test set, the rest (1,438) in train.
     """
-
-    classes = ["0 - zero", "1 - one", "2 - two", "3 - three", "4 - four", "5 - five", "6 - six", "7 - seven",
-               "8 - eight", "9 - nine"]
 
     def __init__(self, root=None, train=True, transform=None, target_transform=None, test_fraction=0.2,
                  split_seed=0):
@@ -38,21 +34,3 @@ class Digits(VisionDataset):
         self._images, self._labels = np.ascontiguousarray(images[idx]), labels[idx]
         self.data = rtx.from_numpy(self._images)           # (N, 8, 8) uint8, as MNIST.data
         self.targets = rtx.from_numpy(self._labels)        # (N,) int64
-
-    @property
-    def class_to_idx(self):
-        return {c: i for i, c in enumerate(self.classes)}
-
-    def __getitem__(self, index):
-        img, target = Image.fromarray(self._images[index]), int(self._labels[index])
-        if self.transform is not None:
-            img = self.transform(img)
-        if self.target_transform is not None:
-            target = self.target_transform(target)
-        return img, target
-
-    def __len__(self):
-        return len(self._labels)
-
-    def extra_repr(self):
-        return f"Split: {'Train' if self.train else 'Test'}"

@@ -38,15 +38,38 @@ def read_idx(path):
     return np.frombuffer(data, dtype=dtype, offset=offset).reshape(shape).astype(dtype.newbyteorder("="))
 
 
-class MNIST(VisionDataset):
+class GreyDigitImages(VisionDataset):
+    """What MNIST and Digits share: uint8 (N, H, W) images in self._images served as 'L' PIL images with int labels
+    from self._labels, ten digit classes, a train/test split."""
+
+    classes = ["0 - zero", "1 - one", "2 - two", "3 - three", "4 - four", "5 - five", "6 - six", "7 - seven",
+               "8 - eight", "9 - nine"]
+
+    @property
+    def class_to_idx(self):
+        return {c: i for i, c in enumerate(self.classes)}
+
+    def __getitem__(self, index):
+        img, target = Image.fromarray(self._images[index]), int(self._labels[index])
+        if self.transform is not None:
+            img = self.transform(img)
+        if self.target_transform is not None:
+            target = self.target_transform(target)
+        return img, target
+
+    def __len__(self):
+        return len(self._labels)
+
+    def extra_repr(self):
+        return f"Split: {'Train' if self.train else 'Test'}"
+
+
+class MNIST(GreyDigitImages):
     """The MNIST digits (28x28 'L' images, 60,000 train / 10,000 test) from the idx files."""
 
     files = {True: ("train-images-idx3-ubyte", "train-labels-idx1-ubyte"),
              False: ("t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte")}
     source = "https://ossci-datasets.s3.amazonaws.com/mnist/ (torchvision's mirror of http://yann.lecun.com/exdb/mnist/)"
-    classes = ["0 - zero", "1 - one", "2 - two", "3 - three", "4 - four", "5 - five", "6 - six", "7 - seven",
-               "8 - eight", "9 - nine"]
-
     def __init__(self, root, train=True, transform=None, target_transform=None, download=False):
         super().__init__(root, transform=transform, target_transform=target_transform)
         self._download = download
@@ -77,24 +100,6 @@ class MNIST(VisionDataset):
         raise FileNotFoundError(
             f"{type(self).__name__}: {name} (or {name}.gz) not found. Put the idx files ({needed}; plain or .gz) in "
             f"{self.raw_folder} (torchvision's layout); they are at {self.source}.{download_note(self._download)}")
-
-    @property
-    def class_to_idx(self):
-        return {c: i for i, c in enumerate(self.classes)}
-
-    def __getitem__(self, index):
-        img, target = Image.fromarray(self._images[index]), int(self._labels[index])
-        if self.transform is not None:
-            img = self.transform(img)
-        if self.target_transform is not None:
-            target = self.target_transform(target)
-        return img, target
-
-    def __len__(self):
-        return len(self._labels)
-
-    def extra_repr(self):
-        return f"Split: {'Train' if self.train else 'Test'}"
 
 
 class FashionMNIST(MNIST):
