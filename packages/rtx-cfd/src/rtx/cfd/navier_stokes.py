@@ -19,7 +19,9 @@ Its time step is limited by advection alone (no diffusion or 2 nu / |u|^2 limit)
 order in time on periodic domains.
 
 Every operation is an rtx op, so gradients reach nu, wall and inflow velocities, the initial field,
-body forces and a closure network."""
+body forces and a closure network. When no gradient can be asked for (under no_grad, or nothing
+requires grad), step and run apply the same formulas to the raw NumPy/CuPy arrays (arrays.py): the
+results are the same to rounding and the per-op autograd dispatch is gone."""
 from __future__ import annotations
 
 import time
@@ -29,6 +31,7 @@ import numpy as np
 
 import rtx
 
+from .arrays import ArrayKit, TensorKit, raw, wrap
 from .flow import Flow2D
 from .grid import Grid, check_boundaries
 from .poisson import FastPoisson, Helmholtz, cg
@@ -50,6 +53,11 @@ class State:
     t: float = 0.0
     prev: tuple = None      # ab2cn: the explicit terms (Nu, Nv) of the previous step, and its dt
     dt_prev: float = None
+
+
+def _max_abs(a):
+    """max |a| as a Python float, for a tensor or a raw array."""
+    return float(abs(a).max())
 
 
 class NavierStokes2D:
@@ -114,7 +122,7 @@ class NavierStokes2D:
             self.fluid_v = self._tensor(~solid_v * 1.0)
             self.fluid_p = self._tensor(~self.obstacle * 1.0)
         self.corr_u, self.corr_v = self._tensor(mu), self._tensor(mv)
-        self.stats = {}
+        self.stats, self._kits = {}, {}
         if time_scheme == "ab2cn":
             self._setup_helmholtz()
 
@@ -151,14 +159,25 @@ class NavierStokes2D:
     def _tensor(self, a):
         return rtx.tensor(np.asarray(a, dtype=np.float64), dtype=self.dtype, device=self.device)
 
-    def _value(self, val, coords):
-        """A boundary value along a side at `coords`: number, callable, array or tensor."""
+    def _kit(self, a):
+        """TensorKit when `a` is an rtx tensor (the differentiable path), ArrayKit for a raw array."""
+        is_raw = not isinstance(a, rtx.Tensor)
+        kit = self._kits.get(is_raw)
+        if kit is None:
+            names = ("corr_u", "corr_v") + (("fluid_u", "fluid_v", "fluid_p") if self.obstacle is not None else ())
+            kit = (ArrayKit if is_raw else TensorKit)({n: getattr(self, n) for n in names}, self.dtype, self.device)
+            self._kits[is_raw] = kit
+        return kit
+
+    def _value(self, val, coords, k=None):
+        """A boundary value along a side at `coords`: number, callable, array or tensor (as kit k wants it)."""
+        k = k or self._kit(self.corr_u)
         if isinstance(val, rtx.Tensor):
             if val.ndim == 0:
-                return val
+                return k.scalar(val)
             if val.numel() != coords.size:
                 raise ValueError(f"boundary profile must have {coords.size} values here, got shape {tuple(val.shape)}")
-            return val.reshape(coords.shape)
+            return k.scalar(val).reshape(coords.shape)
         if callable(val):
             val = val(coords)
         a = np.asarray(val, dtype=np.float64)
@@ -167,77 +186,77 @@ class NavierStokes2D:
         if a.size != coords.size:
             raise ValueError(f"boundary profile must have {coords.size} values here (one per boundary cell for "
                              f"inflow; use a callable of the coordinate for a wall), got shape {a.shape}")
-        return self._tensor(a.reshape(coords.shape))
+        return k.array(a.reshape(coords.shape))
 
-    def _tangential_ghost(self, bc, edge, coords):
+    def _tangential_ghost(self, bc, edge, coords, k):
         """Ghost values across a side for the tangential velocity component."""
         if bc.kind == "wall" and not bc.slip:
-            return 2 * self._value(bc.velocity, coords) - edge
+            return 2 * self._value(bc.velocity, coords, k) - edge
         if bc.kind == "inflow":
             return -edge
         return edge  # slip wall, outflow: zero gradient
 
     def ext_u(self, u):
         """u with one ghost layer on every side: (ny + 2, nx + 3)."""
-        g, b = self.grid, self.bcs
+        g, b, k = self.grid, self.bcs, self._kit(u)
         if b["left"].kind == "periodic":
-            u = rtx.cat([u[:, -2:-1], u, u[:, 1:2]], dim=1)
+            u = k.cat([u[:, -2:-1], u, u[:, 1:2]], 1)
         else:
-            u = rtx.cat([u[:, :1], u, u[:, -1:]], dim=1)
+            u = k.cat([u[:, :1], u, u[:, -1:]], 1)
         if b["bottom"].kind == "periodic":
-            return rtx.cat([u[-1:], u, u[:1]], dim=0)
+            return k.cat([u[-1:], u, u[:1]], 0)
         xs = (np.arange(g.nx + 3) - 1) * g.dx
-        lo = self._tangential_ghost(b["bottom"], u[:1], xs)
-        hi = self._tangential_ghost(b["top"], u[-1:], xs)
-        return rtx.cat([lo, u, hi], dim=0)
+        lo = self._tangential_ghost(b["bottom"], u[:1], xs, k)
+        hi = self._tangential_ghost(b["top"], u[-1:], xs, k)
+        return k.cat([lo, u, hi], 0)
 
     def ext_v(self, v):
         """v with one ghost layer on every side: (ny + 3, nx + 2)."""
-        g, b = self.grid, self.bcs
+        g, b, k = self.grid, self.bcs, self._kit(v)
         if b["bottom"].kind == "periodic":
-            v = rtx.cat([v[-2:-1], v, v[1:2]], dim=0)
+            v = k.cat([v[-2:-1], v, v[1:2]], 0)
         else:
-            v = rtx.cat([v[:1], v, v[-1:]], dim=0)
+            v = k.cat([v[:1], v, v[-1:]], 0)
         if b["left"].kind == "periodic":
-            return rtx.cat([v[:, -1:], v, v[:, :1]], dim=1)
+            return k.cat([v[:, -1:], v, v[:, :1]], 1)
         ys = ((np.arange(g.ny + 3) - 1) * g.dy)[:, None]
-        lo = self._tangential_ghost(b["left"], v[:, :1], ys)
-        hi = self._tangential_ghost(b["right"], v[:, -1:], ys)
-        return rtx.cat([lo, v, hi], dim=1)
+        lo = self._tangential_ghost(b["left"], v[:, :1], ys, k)
+        hi = self._tangential_ghost(b["right"], v[:, -1:], ys, k)
+        return k.cat([lo, v, hi], 1)
 
     def ext_p(self, p):
-        b = self.bcs
+        b, k = self.bcs, self._kit(p)
         def ghost(bc, edge, other):
             return other if bc.kind == "periodic" else (-edge if bc.kind == "outflow" else edge)
-        p = rtx.cat([ghost(b["left"], p[:, :1], p[:, -1:]), p, ghost(b["right"], p[:, -1:], p[:, :1])], dim=1)
-        return rtx.cat([ghost(b["bottom"], p[:1], p[-1:]), p, ghost(b["top"], p[-1:], p[:1])], dim=0)
+        p = k.cat([ghost(b["left"], p[:, :1], p[:, -1:]), p, ghost(b["right"], p[:, -1:], p[:, :1])], 1)
+        return k.cat([ghost(b["bottom"], p[:1], p[-1:]), p, ghost(b["top"], p[-1:], p[:1])], 0)
 
     def apply_normal_bc(self, u, v):
         """Set the boundary-normal face values: walls 0, inflow the profile, outflow a copy of the
         neighbour, periodic the opposite face."""
-        g, b = self.grid, self.bcs
+        g, b, k = self.grid, self.bcs, self._kit(u)
 
         def side(bc, own, neighbour, opposite, coords):
             if bc.kind == "wall":
                 return own * 0.0
             if bc.kind == "inflow":
-                return own * 0.0 + self._value(bc.velocity, coords)
+                return own * 0.0 + self._value(bc.velocity, coords, k)
             if bc.kind == "outflow":
                 return neighbour
             return opposite
 
         ys = g.y[:, None]
         if b["left"].kind == "periodic":
-            u = rtx.cat([u[:, :-1], u[:, :1]], dim=1)
+            u = k.cat([u[:, :-1], u[:, :1]], 1)
         else:
-            u = rtx.cat([side(b["left"], u[:, :1], u[:, 1:2], None, ys), u[:, 1:-1],
-                         side(b["right"], u[:, -1:], u[:, -2:-1], None, ys)], dim=1)
+            u = k.cat([side(b["left"], u[:, :1], u[:, 1:2], None, ys), u[:, 1:-1],
+                       side(b["right"], u[:, -1:], u[:, -2:-1], None, ys)], 1)
         xs = g.x[None, :]
         if b["bottom"].kind == "periodic":
-            v = rtx.cat([v[:-1], v[:1]], dim=0)
+            v = k.cat([v[:-1], v[:1]], 0)
         else:
-            v = rtx.cat([side(b["bottom"], v[:1], v[1:2], None, xs), v[1:-1],
-                         side(b["top"], v[-1:], v[-2:-1], None, xs)], dim=0)
+            v = k.cat([side(b["bottom"], v[:1], v[1:2], None, xs), v[1:-1],
+                       side(b["top"], v[-1:], v[-2:-1], None, xs)], 0)
         return u, v
 
     def divergence(self, u, v):
@@ -246,65 +265,67 @@ class NavierStokes2D:
 
     # ---- the step --------------------------------------------------------------------------------
 
-    def _flux(self, vel, lo, hi, curv, dim):
-        """vel times the face value of a quantity between its samples lo and hi: central, plus the
-        donor-cell blend, minus kappa times the curvature at the upwind sample (QUICK, SOU)."""
-        face = (lo + hi) * 0.5
+    def _flux(self, vel, lo, hi, curv, dim, k, face):
+        """vel times the face value of a quantity between its samples lo and hi: central (face, the
+        mean of lo and hi, which the caller already has), plus the donor-cell blend, minus kappa
+        times the curvature at the upwind sample (QUICK, SOU)."""
         if self.kappa:
             c = curv[:, :-1] if dim == 1 else curv[:-1]
             d = curv[:, 1:] if dim == 1 else curv[1:]
-            face = face - self.kappa * rtx.where(vel > 0, c, d)
+            face = face - self.kappa * k.where(vel > 0, c, d)
         flux = vel * face
         if self.gamma:
-            flux = flux + self.gamma * vel.abs() * (lo - hi) * 0.5
+            flux = flux + self.gamma * k.abs(vel) * (lo - hi) * 0.5
         return flux
 
     @staticmethod
-    def _curvature(a, dim):
+    def _curvature(a, dim, k):
         """Second difference along dim at the interior samples, zero at the two ghost ends."""
         if dim == 1:
             c = a[:, 2:] - 2 * a[:, 1:-1] + a[:, :-2]
             z = c[:, :1] * 0.0
-            return rtx.cat([z, c, z], dim=1)
+            return k.cat([z, c, z], 1)
         c = a[2:] - 2 * a[1:-1] + a[:-2]
         z = c[:1] * 0.0
-        return rtx.cat([z, c, z], dim=0)
+        return k.cat([z, c, z], 0)
 
     def terms(self, u, v):
         """The pieces of the momentum right-hand side: (Nu, Nv) = -div(u u) + f + closure and the
         Laplacians (lap u, lap v), with the boundary conditions in the ghost cells."""
-        g, k = self.grid, self.kappa
+        g, kappa, k = self.grid, self.kappa, self._kit(u)
         U, V = self.ext_u(u), self.ext_v(v)
         a, b = U[1:-1, :-1], U[1:-1, 1:]
         du_lo, du_hi = U[:-1, 1:-1], U[1:, 1:-1]
         dv_l, dv_r = V[1:-1, :-1], V[1:-1, 1:]
         c, d = V[:-1, 1:-1], V[1:, 1:-1]
         ucor, vcor = (du_lo + du_hi) * 0.5, (dv_l + dv_r) * 0.5
-        cux = self._curvature(U, 1)[1:-1] if k else None
-        cuy = self._curvature(U, 0)[:, 1:-1] if k else None
-        cvx = self._curvature(V, 1)[1:-1] if k else None
-        cvy = self._curvature(V, 0)[:, 1:-1] if k else None
-        fuu = self._flux((a + b) * 0.5, a, b, cux, 1)
-        fuv_y = self._flux(vcor, du_lo, du_hi, cuy, 0)  # u momentum through horizontal edges (corners)
-        fuv_x = self._flux(ucor, dv_l, dv_r, cvx, 1)    # v momentum through vertical edges
-        fvv = self._flux((c + d) * 0.5, c, d, cvy, 0)
+        cux = self._curvature(U, 1, k)[1:-1] if kappa else None
+        cuy = self._curvature(U, 0, k)[:, 1:-1] if kappa else None
+        cvx = self._curvature(V, 1, k)[1:-1] if kappa else None
+        cvy = self._curvature(V, 0, k)[:, 1:-1] if kappa else None
+        ucen, vcen = (a + b) * 0.5, (c + d) * 0.5
+        fuu = self._flux(ucen, a, b, cux, 1, k, ucen)
+        fuv_y = self._flux(vcor, du_lo, du_hi, cuy, 0, k, ucor)  # u momentum through horizontal edges (corners)
+        fuv_x = self._flux(ucor, dv_l, dv_r, cvx, 1, k, vcor)    # v momentum through vertical edges
+        fvv = self._flux(vcen, c, d, cvy, 0, k, vcen)
         idx2, idy2 = 1.0 / g.dx ** 2, 1.0 / g.dy ** 2
-        Uc, Vc = U[1:-1, 1:-1], V[1:-1, 1:-1]
-        lap_u = (U[1:-1, 2:] + U[1:-1, :-2] - 2 * Uc) * idx2 + (U[2:, 1:-1] + U[:-2, 1:-1] - 2 * Uc) * idy2
-        lap_v = (V[1:-1, 2:] + V[1:-1, :-2] - 2 * Vc) * idx2 + (V[2:, 1:-1] + V[:-2, 1:-1] - 2 * Vc) * idy2
-        nu_ = -(fuu[:, 1:] - fuu[:, :-1]) / g.dx - (fuv_y[1:] - fuv_y[:-1]) / g.dy
-        nv_ = -(fuv_x[:, 1:] - fuv_x[:, :-1]) / g.dx - (fvv[1:] - fvv[:-1]) / g.dy
+        Uc2, Vc2 = 2 * U[1:-1, 1:-1], 2 * V[1:-1, 1:-1]
+        lap_u = (U[1:-1, 2:] + U[1:-1, :-2] - Uc2) * idx2 + (U[2:, 1:-1] + U[:-2, 1:-1] - Uc2) * idy2
+        lap_v = (V[1:-1, 2:] + V[1:-1, :-2] - Vc2) * idx2 + (V[2:, 1:-1] + V[:-2, 1:-1] - Vc2) * idy2
+        nu_ = (fuu[:, :-1] - fuu[:, 1:]) / g.dx + (fuv_y[:-1] - fuv_y[1:]) / g.dy
+        nv_ = (fuv_x[:, :-1] - fuv_x[:, 1:]) / g.dx + (fvv[:-1] - fvv[1:]) / g.dy
         if self.force is not None:
-            nu_, nv_ = nu_ + self.force[0], nv_ + self.force[1]
-        if self.closure is not None:
-            cu, cv = self.closure(u, v)
-            nu_, nv_ = nu_ + cu, nv_ + cv
+            nu_, nv_ = nu_ + k.scalar(self.force[0]), nv_ + k.scalar(self.force[1])
+        if self.closure is not None:  # a closure (e.g. an nn.Module) takes and gives tensors
+            cu, cv = self.closure(wrap(u), wrap(v)) if k.raw else self.closure(u, v)
+            nu_, nv_ = nu_ + k.scalar(cu), nv_ + k.scalar(cv)
         return nu_, nv_, lap_u, lap_v
 
     def tendency(self, u, v):
         """nu lap u - div(u u) + f for both components (before projection)."""
         nu_, nv_, lap_u, lap_v = self.terms(u, v)
-        return self.nu * lap_u + nu_, self.nu * lap_v + nv_
+        nu = self._kit(u).scalar(self.nu)
+        return nu * lap_u + nu_, nu * lap_v + nv_
 
     def project(self, u, v, dt, p0=None):
         """Make (u, v) discretely divergence-free; returns (u, v, p)."""
@@ -314,27 +335,55 @@ class NavierStokes2D:
             p = self.poisson(rhs)
         else:
             p = self._masked_solve(rhs, p0)
-        P = self.ext_p(p)
-        u = u - dt * self.corr_u * (P[1:-1, 1:] - P[1:-1, :-1]) / g.dx
-        v = v - dt * self.corr_v * (P[1:, 1:-1] - P[:-1, 1:-1]) / g.dy
+        P, k = self.ext_p(p), self._kit(p)
+        u = u - dt * k.corr_u * (P[1:-1, 1:] - P[1:-1, :-1]) / g.dx
+        v = v - dt * k.corr_v * (P[1:, 1:-1] - P[:-1, 1:-1]) / g.dy
         return u, v, p
 
     def _masked_laplacian(self, p):
-        g = self.grid
+        g, k = self.grid, self._kit(p)
         P = self.ext_p(p)
-        gx = self.corr_u * (P[1:-1, 1:] - P[1:-1, :-1]) / g.dx
-        gy = self.corr_v * (P[1:, 1:-1] - P[:-1, 1:-1]) / g.dy
-        return self.divergence(gx, gy) * self.fluid_p + p * (1 - self.fluid_p)
+        gx = k.corr_u * (P[1:-1, 1:] - P[1:-1, :-1]) / g.dx
+        gy = k.corr_v * (P[1:, 1:-1] - P[:-1, 1:-1]) / g.dy
+        return self.divergence(gx, gy) * k.fluid_p + p * (1 - k.fluid_p)
 
     def _masked_solve(self, rhs, p0):
         # -L is symmetric positive (semi-)definite on the fluid cells; solid cells carry p = 0.
-        p, it, rel = cg(lambda x: -self._masked_laplacian(x), -rhs * self.fluid_p, x0=p0,
+        p, it, rel = cg(lambda x: -self._masked_laplacian(x), -rhs * self._kit(rhs).fluid_p, x0=p0,
                         precond=lambda r: -self.poisson(r), tol=self.pcg_tol, maxiter=self.pcg_maxiter)
         self.stats["pcg_iterations"] = it
         return p
 
     def step(self, state, dt):
-        """One projection step of size dt; returns the new State."""
+        """One projection step of size dt; returns the new State. When no gradient can be asked for,
+        the step runs on the raw arrays (same formulas, no autograd dispatch)."""
+        if not self.needs_grad(state):
+            return self._wrap(self._step(self._unwrap(state), dt))
+        return self._step(state, dt)
+
+    def needs_grad(self, state):
+        """Whether a step from `state` must record a graph: grad mode is on and the fields, the
+        viscosity, boundary values, forces or closure parameters require grad. A closure without
+        parameters() may hold any tensor, so it counts as needing one whenever grad mode is on."""
+        if not rtx.is_grad_enabled():
+            return False
+        if self.closure is not None and not hasattr(self.closure, "parameters"):
+            return True
+        fields = [state.u, state.v, state.p, *(state.prev or ())]
+        return bool(self._grad_tensors()) or any(isinstance(t, rtx.Tensor) and t.requires_grad for t in fields)
+
+    @staticmethod
+    def _unwrap(state):
+        prev = tuple(raw(a) for a in state.prev) if state.prev is not None else None
+        return State(raw(state.u), raw(state.v), raw(state.p), state.t, prev, state.dt_prev)
+
+    @staticmethod
+    def _wrap(state):
+        prev = tuple(wrap(a) for a in state.prev) if state.prev is not None else None
+        return State(wrap(state.u), wrap(state.v), wrap(state.p), state.t, prev, state.dt_prev)
+
+    def _step(self, state, dt):
+        """One step on whatever state holds: rtx tensors (differentiable) or raw arrays."""
         if self.time_scheme == "ab2cn":
             return self._step_ab2cn(state, dt)
         fu, fv = self.tendency(state.u, state.v)
@@ -342,13 +391,14 @@ class NavierStokes2D:
         return self._finish(state, u, v, dt)
 
     def _finish(self, state, u, v, dt, prev=None):
+        k = self._kit(u)
         if self.obstacle is not None:
-            u, v = u * self.fluid_u, v * self.fluid_v
+            u, v = u * k.fluid_u, v * k.fluid_v
         if prev is None:
-            u, v, p = self.project(u, v, dt, p0=None if self.obstacle is None else state.p.detach())
+            u, v, p = self.project(u, v, dt, p0=None if self.obstacle is None else k.detach(state.p))
             return State(u, v, p, state.t + dt)
         # incremental projection: the predictor carried grad p^n, the projection adds the increment
-        u, v, phi = self.project(u, v, dt, p0=None if self.obstacle is None else state.p.detach() * 0.0)
+        u, v, phi = self.project(u, v, dt, p0=None if self.obstacle is None else k.detach(state.p) * 0.0)
         return State(u, v, state.p + phi, state.t + dt, prev, dt)
 
     def _step_ab2cn(self, state, dt):
@@ -361,22 +411,23 @@ class NavierStokes2D:
             ev = (1 + 0.5 * r) * nv_ - (0.5 * r) * state.prev[1]
         # The old pressure gradient goes into the predictor (incremental projection, Van Kan 1986):
         # without it the steady state would carry an O(dt nu) error from the Crank-Nicolson half.
-        g, P = self.grid, self.ext_p(state.p)
-        eu = eu - self.corr_u * (P[1:-1, 1:] - P[1:-1, :-1]) / g.dx
-        ev = ev - self.corr_v * (P[1:, 1:-1] - P[:-1, 1:-1]) / g.dy
-        a = 0.5 * dt * self.nu
+        g, P, k = self.grid, self.ext_p(state.p), self._kit(state.u)
+        eu = eu - k.corr_u * (P[1:-1, 1:] - P[1:-1, :-1]) / g.dx
+        ev = ev - k.corr_v * (P[1:, 1:-1] - P[:-1, 1:-1]) / g.dy
+        nu = k.scalar(self.nu)
+        a = 0.5 * dt * nu
         (su, hu), (sv, hv) = self._hu, self._hv
-        du = hu((dt * (eu + self.nu * lap_u))[:, su], a)
-        dv = hv((dt * (ev + self.nu * lap_v))[sv], a)
+        du = hu((dt * (eu + nu * lap_u))[:, su], a)
+        dv = hv((dt * (ev + nu * lap_v))[sv], a)
         u, v = state.u, state.v
         if su.start == 0:  # periodic: the last face is the first one
-            u = u + rtx.cat([du, du[:, :1]], dim=1)
+            u = u + k.cat([du, du[:, :1]], 1)
         else:
-            u = rtx.cat([u[:, :1], u[:, su] + du, u[:, -1:]], dim=1)
+            u = k.cat([u[:, :1], u[:, su] + du, u[:, -1:]], 1)
         if sv.start == 0:
-            v = v + rtx.cat([dv, dv[:1]], dim=0)
+            v = v + k.cat([dv, dv[:1]], 0)
         else:
-            v = rtx.cat([v[:1], v[sv] + dv, v[-1:]], dim=0)
+            v = k.cat([v[:1], v[sv] + dv, v[-1:]], 0)
         u, v = self.apply_normal_bc(u, v)
         return self._finish(state, u, v, dt, prev=(nu_, nv_))
 
@@ -406,8 +457,8 @@ class NavierStokes2D:
         nu = float(self.nu.detach().item() if isinstance(self.nu, rtx.Tensor) else self.nu)
         # The boundary speeds count too: a cavity at rest has |u| = 0 inside but a moving lid.
         wall = self._boundary_speed()
-        umax = max(float(state.u.detach().abs().max().item()), wall, 1e-12)
-        vmax = max(float(state.v.detach().abs().max().item()), wall, 1e-12)
+        umax = max(_max_abs(state.u), wall, 1e-12)
+        vmax = max(_max_abs(state.v), wall, 1e-12)
         if self.time_scheme == "ab2cn":
             return cfl / (umax / g.dx + vmax / g.dy)
         limits = [g.dx / umax, g.dy / vmax]
@@ -434,10 +485,15 @@ class NavierStokes2D:
         max |u^{n+1} - u^n| / dt falls below tol (checked every `check_every` steps). dt=None picks
         stable_dt(cfl) at every check. checkpoint_every=k wraps blocks of k steps in
         rtx.utils.checkpoint, so backward through a long run keeps k steps of activations.
+        When no gradient can be asked for (see needs_grad) the steps run on the raw arrays; the
+        callback still gets a State of tensors (sharing memory with those arrays).
         Returns the final State; self.stats has steps, residual, wall time and time per step."""
         if t_end is None and steps is None and tol is None:
             raise ValueError("run needs t_end, steps or tol")
         state = self.initial_state() if state is None else state
+        fast = not self.needs_grad(state)
+        if fast:
+            state = self._unwrap(state)
         t0, n, residual, history = time.perf_counter(), 0, float("inf"), []
         limit = min(max_steps, steps if steps is not None else max_steps)
         cur_dt = dt
@@ -451,7 +507,7 @@ class NavierStokes2D:
                     break
                 this_dt = min(this_dt, left)
             block = 1
-            if checkpoint_every and checkpoint_every > 1:
+            if checkpoint_every and checkpoint_every > 1 and not fast:
                 block = min(checkpoint_every, limit - n)
                 if t_end is not None:
                     block = max(1, min(block, int((t_end - state.t) / this_dt + 1e-9)))
@@ -460,10 +516,9 @@ class NavierStokes2D:
                 n += block
             else:
                 check = tol is not None and ((n + 1) % check_every == 0)
-                new = self.step(state, this_dt)
+                new = self._step(state, this_dt) if fast else self.step(state, this_dt)
                 if check:
-                    residual = max(float((new.u - state.u).detach().abs().max().item()),
-                                   float((new.v - state.v).detach().abs().max().item())) / this_dt
+                    residual = max(_max_abs(new.u - state.u), _max_abs(new.v - state.v)) / this_dt
                     history.append((n + 1, new.t, residual))
                     if not np.isfinite(residual):
                         raise FloatingPointError(f"the solution diverged at step {n + 1} (t = {new.t:.4g}); "
@@ -473,7 +528,9 @@ class NavierStokes2D:
                 if check and residual < tol:
                     break
             if callback is not None:
-                callback(n, state)
+                callback(n, self._wrap(state) if fast else state)
+        if fast:
+            state = self._wrap(state)
         wall = time.perf_counter() - t0
         self.stats.update(steps=n, t=state.t, residual=residual, wall_time=wall,
                           time_per_step=wall / max(n, 1), residual_history=history)

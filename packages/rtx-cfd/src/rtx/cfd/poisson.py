@@ -15,6 +15,8 @@ import numpy as np
 
 import rtx
 
+from .arrays import raw
+
 
 def laplacian_1d(n, h, left, right):
     """The 1D second-difference matrix on n points. left/right: 'neumann' (ghost = p),
@@ -60,13 +62,19 @@ class FastPoisson:
         t = lambda a: rtx.tensor(a, dtype=dtype, device=device)  # noqa: E731
         self.qx, self.qxt, self.qy, self.qyt, self.inv = t(qx), t(qx.T.copy()), t(qy), t(qy.T.copy()), t(inv)
         self.shape = (ny, nx)
+        self._raw = None
 
     def __call__(self, b):
+        """The solution for a tensor b (differentiable), or for a raw NumPy/CuPy array b (no autograd)."""
         if tuple(b.shape[-2:]) != self.shape:
             raise ValueError(f"FastPoisson expects a right-hand side of shape (..., {self.shape[0]}, {self.shape[1]}), "
                              f"got {tuple(b.shape)}")
-        b_hat = self.qyt @ b @ self.qx
-        return self.qy @ (b_hat * self.inv) @ self.qxt
+        qx, qxt, qy, qyt, inv = self.qx, self.qxt, self.qy, self.qyt, self.inv
+        if not isinstance(b, rtx.Tensor):
+            if self._raw is None:
+                self._raw = tuple(raw(m) for m in (qx, qxt, qy, qyt, inv))
+            qx, qxt, qy, qyt, inv = self._raw
+        return qy @ ((qyt @ b @ qx) * inv) @ qxt
 
 
 class Helmholtz:
@@ -83,16 +91,26 @@ class Helmholtz:
         self.qx, self.qxt, self.qy, self.qyt = t(qx), t(qx.T.copy()), t(qy), t(qy.T.copy())
         self.lam, self._t, self._cache = t(self.lam_np), t, {}
         self.shape = (ny, nx)
+        self._raw = None
 
     def __call__(self, b, a):
+        """b a tensor (differentiable; a a number or a tensor) or a raw NumPy/CuPy array (a a number)."""
+        qx, qxt, qy, qyt = self.qx, self.qxt, self.qy, self.qyt
+        is_raw = not isinstance(b, rtx.Tensor)
+        if is_raw:
+            if self._raw is None:
+                self._raw = tuple(raw(m) for m in (qx, qxt, qy, qyt))
+            qx, qxt, qy, qyt = self._raw
+            a = float(a)
         if isinstance(a, rtx.Tensor):
             inv = 1.0 / (1.0 - a * self.lam)
         else:
-            inv = self._cache.get(a)
+            inv = self._cache.get((a, is_raw))
             if inv is None:
                 self._cache.clear()  # one step size at a time (adaptive dt changes it rarely)
-                inv = self._cache[a] = self._t(1.0 / (1.0 - a * self.lam_np))
-        return self.qy @ ((self.qyt @ b @ self.qx) * inv) @ self.qxt
+                inv = self._t(1.0 / (1.0 - a * self.lam_np))
+                inv = self._cache[(a, is_raw)] = raw(inv) if is_raw else inv
+        return qy @ ((qyt @ b @ qx) * inv) @ qxt
 
 
 def poisson_fft(b, lx=2 * np.pi, ly=2 * np.pi):
@@ -109,16 +127,16 @@ def poisson_fft(b, lx=2 * np.pi, ly=2 * np.pi):
 def cg(apply_a, b, x0=None, precond=None, tol=1e-8, maxiter=500):
     """Preconditioned conjugate gradients for a symmetric positive (semi-)definite operator.
 
-    apply_a and precond map tensors to tensors of b's shape. Stops when ||r|| <= tol * ||b||.
-    Returns (x, iterations, relative residual). Every step is rtx ops, so gradients flow through the
-    unrolled iterations."""
-    x = rtx.zeros_like(b) if x0 is None else x0
+    apply_a and precond map tensors to tensors of b's shape (or raw arrays to raw arrays). Stops when
+    ||r|| <= tol * ||b||. Returns (x, iterations, relative residual). On tensors every step is rtx ops,
+    so gradients flow through the unrolled iterations."""
+    x = b * 0.0 if x0 is None else x0
     r = b - apply_a(x)
-    bnorm = float(rtx.sqrt((b * b).sum()).item()) or 1.0
+    bnorm = float((b * b).sum()) ** 0.5 or 1.0
     z = precond(r) if precond is not None else r
     d = z
     rz = (r * z).sum()
-    it, rel = 0, float(rtx.sqrt((r * r).sum()).item()) / bnorm
+    it, rel = 0, float((r * r).sum()) ** 0.5 / bnorm
     while rel > tol and it < maxiter:
         ad = apply_a(d)
         alpha = rz / (d * ad).sum()
@@ -129,5 +147,5 @@ def cg(apply_a, b, x0=None, precond=None, tol=1e-8, maxiter=500):
         d = z + (rz_new / rz) * d
         rz = rz_new
         it += 1
-        rel = float(rtx.sqrt((r * r).sum()).item()) / bnorm
+        rel = float((r * r).sum()) ** 0.5 / bnorm
     return x, it, rel
