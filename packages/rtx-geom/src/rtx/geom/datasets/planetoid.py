@@ -4,6 +4,7 @@ Nothing is downloaded: put ind.<name>.{x,tx,allx,y,ty,ally,graph,test.index} in 
 The x/tx/allx files are pickled SciPy sparse matrices and graph a pickled dict; they are read with an
 unpickler that admits only NumPy/SciPy array classes and builtins, so a file cannot run code.
 """
+import collections
 import pickle
 from pathlib import Path
 
@@ -13,17 +14,33 @@ import rtx
 
 from ..data import Data, InMemoryDataset
 
-_ALLOWED = {("numpy", "ndarray"), ("numpy", "dtype"), ("numpy.core.multiarray", "_reconstruct"),
-            ("numpy._core.multiarray", "_reconstruct"), ("numpy.core.multiarray", "scalar"),
-            ("numpy._core.multiarray", "scalar"), ("collections", "defaultdict"), ("builtins", "list"),
-            ("builtins", "dict"), ("builtins", "set"), ("builtins", "int")}
+# What the planetoid pickles hold: NumPy arrays (rebuilt by ndarray's own reduce function), SciPy sparse
+# matrices, a defaultdict(list) of adjacency lists. The pickles name NumPy's and SciPy's classes by paths of
+# their day (numpy.core.multiarray, scipy.sparse.csr): those resolve to the same objects, taken from the public
+# namespaces, so no deprecated module is imported.
+_NUMPY = {"ndarray": np.ndarray, "dtype": np.dtype, "_reconstruct": np.ndarray(0).__reduce__()[0],
+          "scalar": np.float64(0).__reduce__()[0]}
+_BUILTINS = {("collections", "defaultdict"): collections.defaultdict, ("builtins", "list"): list,
+             ("builtins", "dict"): dict, ("builtins", "set"): set, ("builtins", "int"): int}
 
 
 class _SafeUnpickler(pickle.Unpickler):
+    """Admits only the classes above and SciPy sparse matrix classes: a crafted file cannot call anything else
+    (os.system, eval, ...), the way pickle's documentation recommends restricting find_class."""
+
     def find_class(self, module, name):
-        if (module, name) in _ALLOWED or (module.startswith("scipy.sparse") and name.endswith("_matrix")):
-            return super().find_class(module, name)
-        raise pickle.UnpicklingError(f"Planetoid: refusing to load {module}.{name} from a raw file")
+        module = "builtins" if module == "__builtin__" else module  # Python 2's name (overriding skips the mapping)
+        if module in ("numpy", "numpy.core.multiarray", "numpy._core.multiarray") and name in _NUMPY:
+            return _NUMPY[name]
+        if (module, name) in _BUILTINS:
+            return _BUILTINS[(module, name)]
+        if module == "scipy.sparse" or module.startswith("scipy.sparse."):
+            import scipy.sparse as sp
+            cls = getattr(sp, name, None)
+            if isinstance(cls, type) and issubclass(cls, (sp.spmatrix, sp.sparray)):
+                return cls
+        raise pickle.UnpicklingError(f"Planetoid: refusing to load {module}.{name} from a raw file (only NumPy "
+                                     f"arrays, SciPy sparse matrices and builtin containers are allowed)")
 
 
 def _read(path):

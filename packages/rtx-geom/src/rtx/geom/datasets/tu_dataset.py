@@ -16,16 +16,37 @@ def _read(raw, name, suffix, dtype):
     path = raw / f"{name}_{suffix}.txt"
     if not path.exists():
         return None
-    a = np.loadtxt(path, delimiter=",", dtype=dtype, ndmin=2)
-    return a
+    return np.loadtxt(path, delimiter=",", dtype=dtype, ndmin=2)
 
 
 def _one_hot(labels):
-    cols = []
-    for c in labels.T:
-        c = c - c.min()
-        cols.append(np.eye(int(c.max()) + 1, dtype=np.float32)[c])
-    return np.concatenate(cols, 1)
+    """One block of one-hot columns per label column, each made 0-based (PyG's one_hot after subtracting the min)."""
+    labels = labels - labels.min(0)
+    return np.concatenate([np.eye(int(c.max()) + 1, dtype=np.float32)[c] for c in labels.T], 1)
+
+
+def _features(attr, labels, use_attr):
+    """[attributes, one-hot labels], without the attribute columns unless use_attr; None when the files
+    have neither (PyG keeps an [N, 0] x when only attributes exist and use_attr is False: so does this)."""
+    parts = [a for a in (attr, _one_hot(labels) if labels is not None else None) if a is not None]
+    if not parts:
+        return None
+    x = np.concatenate(parts, 1).astype(np.float32)
+    return x if use_attr or attr is None else x[:, attr.shape[1]:]
+
+
+def _coalesce(edges, attr, n):
+    """Drop self-loops, sort by (source, target) and merge duplicates, summing their attributes (as PyG's
+    read_tu_data does with remove_self_loops + coalesce)."""
+    keep = edges[:, 0] != edges[:, 1]
+    edges = edges[keep]
+    key, inv = np.unique(edges[:, 0] * n + edges[:, 1], return_inverse=True)
+    out = np.stack([key // n, key % n], 1)
+    if attr is None:
+        return out, None
+    summed = np.zeros((len(key), attr.shape[1]), np.float32)
+    np.add.at(summed, inv.reshape(-1), attr[keep])
+    return out, summed
 
 
 class TUDataset(InMemoryDataset):
@@ -42,23 +63,17 @@ class TUDataset(InMemoryDataset):
                                     f"{name}.zip from https://chrsmrrs.github.io/datasets/ into {raw}")
         edges = _read(raw, name, "A", np.int64) - 1
         batch = _read(raw, name, "graph_indicator", np.int64)[:, 0] - 1
-        node_attr = _read(raw, name, "node_attributes", np.float32)
-        node_lab = _read(raw, name, "node_labels", np.int64)
-        edge_attr = _read(raw, name, "edge_attributes", np.float32)
-        edge_lab = _read(raw, name, "edge_labels", np.int64)
-        parts = [a for a in (node_attr if use_node_attr else None,
-                             _one_hot(node_lab) if node_lab is not None else None) if a is not None]
-        x = np.concatenate(parts, 1) if parts else None
-        eparts = [a for a in (edge_attr if use_edge_attr else None,
-                              _one_hot(edge_lab) if edge_lab is not None else None) if a is not None]
-        ea = np.concatenate(eparts, 1) if eparts else None
+        x = _features(_read(raw, name, "node_attributes", np.float32), _read(raw, name, "node_labels", np.int64),
+                      use_node_attr)
+        ea = _features(_read(raw, name, "edge_attributes", np.float32), _read(raw, name, "edge_labels", np.int64),
+                       use_edge_attr)
+        edges, ea = _coalesce(edges, ea, len(batch))
         gattr = _read(raw, name, "graph_attributes", np.float32)
         glab = _read(raw, name, "graph_labels", np.int64)
-        if gattr is not None:
-            y = gattr
+        if gattr is not None:  # regression targets: [G] for one attribute, [G, D] for several
+            y = gattr[:, 0] if gattr.shape[1] == 1 else gattr
         elif glab is not None:
-            lab = glab[:, 0]
-            y = np.unique(lab, return_inverse=True)[1].reshape(-1)  # labels may be -1/1: make them 0..C-1
+            y = np.unique(glab[:, 0], return_inverse=True)[1].reshape(-1)  # labels may be -1/1: make them 0..C-1
         else:
             y = None
         counts = np.bincount(batch)
@@ -67,7 +82,7 @@ class TUDataset(InMemoryDataset):
         graphs = []
         for g in range(len(counts)):
             sel = np.nonzero(egraph == g)[0]
-            d = Data(edge_index=rtx.tensor((edges[sel] - offs[g]).T.copy()))
+            d = Data(edge_index=rtx.tensor((edges[sel] - offs[g]).T.reshape(2, -1).copy()))
             if x is not None:
                 d.x = rtx.tensor(x[offs[g]:offs[g + 1]])
             else:
@@ -75,7 +90,7 @@ class TUDataset(InMemoryDataset):
             if ea is not None:
                 d.edge_attr = rtx.tensor(ea[sel])
             if y is not None:
-                d.y = rtx.tensor(y[g:g + 1].astype(np.int64 if gattr is None else np.float32))
+                d.y = rtx.tensor(y[g:g + 1])
             graphs.append(d)
         self.name = name
         super().__init__(root, transform, pre_transform, pre_filter, data_list=graphs)
