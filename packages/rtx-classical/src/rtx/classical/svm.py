@@ -124,51 +124,74 @@ class LinearSVC(ClassifierMixin, DeviceMixin, BaseEstimator):
         return labels_output(self.classes_, idx, X)
 
 
-class _QRows:
-    """Rows of Q = yy' * K computed when SMO first asks for them and kept (libsvm's kernel cache, unbounded):
-    SMO touches only the rows of its working sets, usually far fewer than n, so the n x n matrix is never
-    formed (at 5k samples forming it was most of the fit)."""
+class _KRows:
+    """Kernel rows K[i, :] computed when SMO first asks for them and kept (libsvm's kernel cache): SMO touches
+    only the rows of its working sets, usually far fewer than n, so the n x n matrix is never formed. The
+    cache holds at most cache_mb megabytes (oldest rows dropped first, as a bound rather than libsvm's LRU).
+    Each row is one GEMV against X plus the kernel's map; the squared norms for rbf are computed once."""
 
-    def __init__(self, kernel, X, y):
-        self.kernel, self.X, self.y, self.rows = kernel, X, y, {}
+    def __init__(self, svc, X, cache_mb):
+        self.svc, self.X, self.rows = svc, X, {}
+        self.xx = np.einsum("ij,ij->i", X, X)
+        self.max_rows = max(2, int(cache_mb * 2**20 // max(8 * len(X), 1)))
 
     def __getitem__(self, i):
         r = self.rows.get(i)
         if r is None:
-            r = self.rows[i] = self.y[i] * self.y * self.kernel(self.X[i:i + 1], self.X)[0]
+            if len(self.rows) >= self.max_rows:
+                del self.rows[next(iter(self.rows))]
+            r = self.rows[i] = self.svc._kernel_row(self.X, i, self.xx)
         return r
 
 
-def _smo(Q, QD, y, C, tol, max_iter):
+def _smo(K, KD, y, C, tol, max_iter):
     """libsvm's Solver::Solve (no shrinking) for min 0.5 a'Qa - e'a, 0 <= a <= C, y'a = 0, Q = yy' * K
-    (Q[i] gives a row; QD is Q's diagonal). Returns alpha and rho (the decision is
-    sum a_i y_i K(x_i, x) - rho) and the iteration count."""
+    (K[i] gives a kernel row; KD is K's diagonal). Returns alpha and rho (the decision is
+    sum a_i y_i K(x_i, x) - rho) and the iteration count.
+
+    The walk is libsvm's step for step; per step it costs a dozen NumPy passes over n: it keeps -y*G (what
+    both selections compare) rather than G, the index sets I_up/I_low as 0/-inf penalties changed only at
+    the two updated entries, and the second-order denominators of a row i (libsvm's quad_coef) with the
+    row. Multiplying by y = +-1 is exact, so the values are those of the plain formulas."""
     n = len(y)
     alpha = np.zeros(n)
-    G = -np.ones(n)
+    yG = y.astype(np.float64).copy()                   # -y * G with G = -1 at alpha = 0
+    ninf = -np.inf
+    # I_up = {alpha < C, y = +1} | {alpha > 0, y = -1}; I_low the reverse; as penalties 0 (in) / -inf (out)
+    pen_up = np.where(y > 0, 0.0, ninf)
+    pen_low = np.where(y < 0, 0.0, ninf)
+    quad = {}                                          # i -> max-clamped (KD_i + KD - 2 K_i), libsvm's TAU rule
+    buf, obj = np.empty(n), np.empty(n)
     it = 0
     while max_iter < 0 or it < max_iter:
-        yG = -y * G
-        up = ((alpha < C) & (y > 0)) | ((alpha > 0) & (y < 0))
-        low = ((alpha < C) & (y < 0)) | ((alpha > 0) & (y > 0))
-        if not up.any() or not low.any():
+        np.add(yG, pen_up, out=buf)
+        i = int(buf.argmax())
+        gmax = buf[i]
+        np.subtract(pen_low, yG, out=buf)              # -(yG) on I_low, -inf elsewhere: its max is -gmin
+        if gmax == ninf or gmax + buf.max() < tol:     # an empty I_up or I_low, or the KKT gap below tol
             break
-        i = int(np.argmax(np.where(up, yG, -np.inf)))
-        gmax = yG[i]
-        gmin = np.where(low, yG, np.inf).min()
-        if gmax - gmin < tol:
-            break
-        b = gmax - yG
-        Qi = Q[i]
-        a = QD[i] + QD - 2 * y[i] * y * Qi
-        a = np.where(a > 0, a, _TAU)
-        cand = low & (b > 0)
-        j = int(np.argmin(np.where(cand, -(b * b) / a, np.inf)))
+        Ki = K[i]
+        a = quad.get(i)
+        if a is None:
+            a = (KD[i] + KD) - 2 * Ki
+            a = quad[i] = np.where(a > 0, a, _TAU)
+            if len(quad) > K.max_rows:
+                del quad[next(iter(quad))]
+        # WSS3: j in I_low with b = gmax - yG_j > 0 maximising b^2 / a_ij (libsvm: minimising -b^2 / a)
+        np.subtract(gmax, yG, out=buf)
+        np.maximum(buf, 0.0, out=buf)                  # b <= 0 scores 0 and loses to any b > 0
+        np.multiply(buf, buf, out=buf)
+        np.divide(buf, a, out=obj)
+        obj += pen_low
+        j = int(obj.argmax())
+        Kj = K[j]
+        yi, yj = y[i], y[j]
         Ci, Cj = C[i], C[j]
         ai, aj = alpha[i], alpha[j]
-        if y[i] != y[j]:
-            quad = max(QD[i] + QD[j] + 2 * Qi[j], _TAU)
-            delta = (-G[i] - G[j]) / quad
+        Gi, Gj = -yi * yG[i], -yj * yG[j]
+        if yi != yj:
+            q = max(KD[i] + KD[j] + 2 * (yi * yj * Ki[j]), _TAU)
+            delta = (-Gi - Gj) / q
             diff = ai - aj
             ai += delta
             aj += delta
@@ -183,8 +206,8 @@ def _smo(Q, QD, y, C, tol, max_iter):
             elif aj > Cj:
                 aj, ai = Cj, Cj + diff
         else:
-            quad = max(QD[i] + QD[j] - 2 * Qi[j], _TAU)
-            delta = (G[i] - G[j]) / quad
+            q = max(KD[i] + KD[j] - 2 * (yi * yj * Ki[j]), _TAU)
+            delta = (Gi - Gj) / q
             s = ai + aj
             ai -= delta
             aj += delta
@@ -198,11 +221,18 @@ def _smo(Q, QD, y, C, tol, max_iter):
                     aj, ai = Cj, s - Cj
             elif ai < 0:
                 ai, aj = 0.0, s
-        G += Qi * (ai - alpha[i]) + Q[j] * (aj - alpha[j])
+        # G += Q_i d_i + Q_j d_j, i.e. yG -= K_i (y_i d_i) + K_j (y_j d_j)
+        np.multiply(Ki, yi * (ai - alpha[i]), out=buf)
+        buf += Kj * (yj * (aj - alpha[j]))
+        yG -= buf
         alpha[i], alpha[j] = ai, aj
+        for t, at in ((i, ai), (j, aj)):
+            pos = y[t] > 0
+            pen_up[t] = 0.0 if ((at < C[t]) if pos else (at > 0)) else ninf
+            pen_low[t] = 0.0 if ((at > 0) if pos else (at < C[t])) else ninf
         it += 1
     # libsvm's calculate_rho: the mean of y*G over free alphas, else the middle of the feasible interval
-    yG = y * G
+    yG = -yG
     at_up, at_low = alpha >= C, alpha <= 0
     free = ~at_up & ~at_low
     if free.any():
@@ -245,6 +275,17 @@ class SVC(ClassifierMixin, DeviceMixin, BaseEstimator):
         if self.kernel == "poly":
             return (self._gamma * (A @ B.T) + self.coef0) ** self.degree
         return xp.tanh(self._gamma * (A @ B.T) + self.coef0)
+
+    def _kernel_row(self, X, i, xx):
+        """K(x_i, X) as a 1-D row, by the same operations as _kernel (rbf: norms precomputed once)."""
+        if self.kernel == "rbf":
+            D = X[i:i + 1] @ X.T
+            D *= -2
+            D += xx[i]
+            D += xx[None, :]
+            np.maximum(D, 0, out=D)
+            return np.exp(-self._gamma * D)[0]
+        return self._kernel(X[i:i + 1], X, np)[0]
 
     def fit(self, X, y, sample_weight=None):
         if self.kernel not in ("rbf", "poly", "linear", "sigmoid"):
@@ -294,8 +335,8 @@ class SVC(ClassifierMixin, DeviceMixin, BaseEstimator):
             for b in range(a + 1, k):
                 rows = np.flatnonzero(((idx == a) | (idx == b)) & (sw > 0))
                 yy = np.where(idx[rows] == a, 1.0, -1.0)
-                Q = _QRows(lambda A, B: self._kernel(A, B, np), Xf[rows], yy)
-                alpha, rho, it = _smo(Q, kdiag[rows], yy, self.C * sw[rows], self.tol, self.max_iter)
+                K = _KRows(self, Xf[rows], self.cache_size)
+                alpha, rho, it = _smo(K, kdiag[rows], yy, self.C * sw[rows], self.tol, self.max_iter)
                 sv = alpha > 0
                 pairs.append((rows[sv], alpha[sv] * yy[sv], rho))
                 used[rows[sv]] = True
