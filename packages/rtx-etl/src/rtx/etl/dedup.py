@@ -5,38 +5,53 @@ from __future__ import annotations
 
 import zlib
 
-import duckdb
 import numpy as np
 import pyarrow as pa
+
+from rtx.etl import _duckdb
 
 
 def row_keys(table: pa.Table, columns: list[str]) -> np.ndarray:
     """uint64 hash of each row's key columns. Equal rows get equal keys (NULLs equal each other); two
     different rows share a key with probability ~2^-64 per pair (about 1e-5 over 20 million rows)."""
-    con = duckdb.connect()
-    con.register("t", table.select(columns))
     cols = ", ".join(f'"{c}"' for c in columns)
-    return con.sql(f"SELECT hash({cols}) AS h FROM t").to_arrow_table()["h"].to_numpy()
+    h = _duckdb.query(f"SELECT hash({cols}) AS h FROM t", t=table.select(columns))["h"].combine_chunks()
+    # from the buffer: pyarrow's to_numpy() would import pandas; a hash is never NULL
+    return np.frombuffer(h.buffers()[1], np.uint64, len(h), h.offset)
 
 
 class SeenKeys:
-    """The keys met so far, as one sorted uint64 array: membership by binary search, and inserting a
-    batch is a merge of two sorted runs (a stable sort finds them), so memory is 8 bytes a key."""
+    """The keys met so far, 8 bytes a key: 256 sorted uint64 runs, one per top byte of the key (the keys
+    are hashes, so the runs fill evenly). Membership is a binary search in one run; adding a batch
+    inserts into each run, so memory never needs a second copy of the whole set (one sorted array
+    would need two or three while merging) and each search touches a run 1/256 of the size."""
+
+    BITS = 8
 
     def __init__(self):
-        self.keys = np.empty(0, np.uint64)
+        self.runs = [np.empty(0, np.uint64) for _ in range(1 << self.BITS)]
+
+    def __len__(self):
+        return sum(len(r) for r in self.runs)
 
     def first_new(self, keys: np.ndarray) -> np.ndarray:
         """Mask of the keys that are neither seen before nor repeated earlier in this batch; records them."""
-        _, first = np.unique(keys, return_index=True)
+        uniq, first = np.unique(keys, return_index=True)  # sorted, so each run's keys are one slice
+        edges = np.searchsorted(uniq >> np.uint64(64 - self.BITS), np.arange((1 << self.BITS) + 1))
+        new = np.ones(len(uniq), bool)
+        for b in np.flatnonzero(np.diff(edges)):
+            lo, hi = edges[b], edges[b + 1]
+            u, run = uniq[lo:hi], self.runs[b]
+            if len(run):
+                pos = np.searchsorted(run, u)
+                seen = run[np.minimum(pos, len(run) - 1)] == u
+                new[lo:hi] = ~seen
+                u, pos = u[~seen], pos[~seen]
+                self.runs[b] = np.insert(run, pos, u)
+            else:
+                self.runs[b] = u.copy()
         mask = np.zeros(len(keys), bool)
-        mask[first] = True
-        if len(self.keys):
-            pos = np.searchsorted(self.keys, keys)
-            pos[pos == len(self.keys)] = 0
-            mask &= self.keys[pos] != keys
-        new = np.sort(keys[mask])
-        self.keys = np.sort(np.concatenate([self.keys, new]), kind="stable")
+        mask[first[new]] = True
         return mask
 
 

@@ -8,19 +8,21 @@
         {"op": "write_parquet", "dir": "out/shards", "rows_per_shard": 100000},
     ]).run(engine="local")          # or engine="dask", address="tcp://scheduler:8786"
 
-A partition is a byte range of a CSV file (cut at a newline; quoted fields with newlines are not
-supported when a file is split) or a whole Parquet/JSON file. Steps before `dedup` are row-local and run
-per partition; dedup is global: locally a sorted set of 64-bit row keys carried across partitions, on
-Dask a hash shuffle of (key, position) into buckets that keep each key's earliest position. Both keep the
-same rows, and partition i's surviving rows are written to `part-<i>-<j>.parquet` by either engine, so
-the local and the Dask runs produce identical files. `sql` here must be row-local (WHERE, computed
-columns); aggregates belong in Dataset.sql. The report counts every row: read = kept + quarantined +
-filtered, overall and per step.
+A partition is a byte range of a CSV file (cut at a newline outside quotes, so a quoted field holding
+newlines stays whole; `quote_char = false` for files without quoting) or a whole Parquet/JSON file.
+Steps before `dedup` are row-local and run per partition; locally, partition i + 1 is read and validated
+on a second thread while partition i is deduplicated and written. Dedup is global: locally a set of
+64-bit row keys carried across partitions, on Dask a hash shuffle of (key, position) into buckets that
+keep each key's earliest position. Both keep the same rows, and partition i's surviving rows are written
+to `part-<i>-<j>.parquet` by either engine, so the local and the Dask runs produce identical files. `sql`
+here must be row-local (WHERE, computed columns); aggregates belong in Dataset.sql. The report counts
+every row: read = kept + quarantined + filtered, overall and per step.
 """
 from __future__ import annotations
 
 import io
 import os
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -28,8 +30,8 @@ import pyarrow as pa
 import pyarrow.csv as pcsv
 import pyarrow.parquet as pq
 
+from rtx.etl import _duckdb, readers
 from rtx.etl import dedup as _dedup
-from rtx.etl import readers
 from rtx.etl.validate import TYPES, Schema, check
 
 SOURCES = ("read_csv", "read_parquet", "read_json")
@@ -41,41 +43,81 @@ def _schema(step) -> Schema:
     return Schema.from_dict(step["schema"])
 
 
-def _csv_partitions(path: str, partition_bytes: int):
+def _quote(src_step) -> bytes | None:
+    q = src_step.get("quote_char", '"')
+    return q.encode() if q else None
+
+
+def _csv_partitions(path: str, partition_bytes: int, quote: bytes | None = b'"', block: int = 1 << 20):
+    """Byte ranges of whole records. A cut goes after the first newline at or past its target that lies
+    outside quotes: the quote characters from the file's start up to that newline are even in number
+    (an escaped quote "" counts twice, so the parity still tells inside from outside). The first cut
+    ends the header. One sequential pass that only counts quote bytes."""
     size = os.path.getsize(path)
+    cuts, quoted = [], []      # record boundaries; whether the range before each cut holds a quote
+    target, parity, has_q = 0, 0, False
     with open(path, "rb") as f:
-        header = f.readline()
-        starts, pos = [], len(header)
-        while pos < size:
-            starts.append(pos)
-            f.seek(min(pos + partition_bytes, size))
-            if pos + partition_bytes >= size:
-                break
-            f.readline()  # to the end of the line the cut fell in
-            pos = f.tell()
-    ends = starts[1:] + [size]
-    return [{"kind": "csv", "path": path, "start": s, "end": e} for s, e in zip(starts, ends)]
+        off = 0
+        while off < size:
+            buf = f.read(block)
+            i = 0              # parity counts buf[:i]
+            t = max(target - off, 0)
+            while t < len(buf) and (j := buf.find(b"\n", t)) >= 0:
+                if quote:
+                    n = buf.count(quote, i, j)
+                    parity, has_q, i = parity ^ (n & 1), has_q or n > 0, j
+                if parity == 0:  # outside quotes: a record ends here
+                    cuts.append(off + j + 1)
+                    quoted.append(has_q)
+                    target, has_q = off + j + 1 + partition_bytes, False
+                    t = max(target - off, j + 1)
+                else:
+                    t = j + 1
+            if quote:
+                n = buf.count(quote, i)
+                parity, has_q = parity ^ (n & 1), has_q or n > 0
+            off += len(buf)
+    if not cuts:  # a header without a newline: no rows
+        return []
+    if cuts[-1] < size:
+        cuts.append(size)
+        quoted.append(has_q)
+    return [{"kind": "csv", "path": path, "header": cuts[0], "start": s, "end": e, "quoted": q}
+            for s, e, q in zip(cuts[:-1], cuts[1:], quoted[1:])]
 
 
 def _read_partition(p, src_step, string_cols) -> pa.Table:
     if p["kind"] == "csv":
         with open(p["path"], "rb") as f:
-            header = f.readline()
+            header = f.read(p["header"])
             f.seek(p["start"])
             body = f.read(p["end"] - p["start"])
+        types = {c: pa.string() for c in string_cols}
+        types.update({k: TYPES[v] for k, v in (src_step.get("column_types") or {}).items()})
+        quote = _quote(src_step)
         bad = []
 
         def on_bad(row):
             bad.append(row)
             return "error"
-        types = {c: pa.string() for c in string_cols}
-        types.update({k: TYPES[v] for k, v in (src_step.get("column_types") or {}).items()})
-        try:
-            return pcsv.read_csv(io.BytesIO(header + body), read_options=pcsv.ReadOptions(use_threads=False),
+
+        def parse(use_threads):
+            # newlines_in_values costs a slower chunker: only where the range holds a quote at all
+            return pcsv.read_csv(io.BytesIO(header + body), read_options=pcsv.ReadOptions(use_threads=use_threads),
                                  parse_options=pcsv.ParseOptions(delimiter=src_step.get("delimiter", ","),
+                                                                 quote_char=quote.decode() if quote else False,
+                                                                 newlines_in_values=p["quoted"],
                                                                  invalid_row_handler=on_bad),
                                  convert_options=pcsv.ConvertOptions(column_types=types))
+        try:
+            return parse(True)
         except pa.ArrowInvalid as e:
+            if bad:  # the threaded reader does not number rows: read again on one thread for the line
+                bad.clear()
+                try:
+                    parse(False)
+                except pa.ArrowInvalid:
+                    pass
             if bad:
                 with open(p["path"], "rb") as f:
                     before = f.read(p["start"]).count(b"\n")
@@ -90,7 +132,6 @@ def _read_partition(p, src_step, string_cols) -> pa.Table:
 
 def _row_steps(table: pa.Table, steps, index: int, counts: list):
     """Apply row-local steps; counts[k] accumulates [in, out, quarantined] of step k."""
-    import duckdb
     for k, step in steps:
         n_in, q = table.num_rows, 0
         op = step["op"]
@@ -103,9 +144,7 @@ def _row_steps(table: pa.Table, steps, index: int, counts: list):
                 pq.write_table(bad.append_column("_partition", pa.array(np.full(q, index), pa.int64())),
                                str(d / f"part-{index:05d}.parquet"))
         elif op == "sql":
-            con = duckdb.connect()
-            con.register("data", table)
-            table = con.sql(step["query"]).to_arrow_table()
+            table = _duckdb.query(step["query"], data=table)
         elif op == "select_columns":
             table = table.select(step["columns"])
         elif op == "rename":
@@ -144,7 +183,7 @@ class Pipeline:
         if src["op"] == "read_csv":
             parts = []
             for f in files:
-                parts += _csv_partitions(f, int(src.get("partition_bytes", 32 << 20)))
+                parts += _csv_partitions(f, int(src.get("partition_bytes", 32 << 20)), _quote(src))
             return parts
         return [{"kind": src["op"].removeprefix("read_"), "path": f} for f in files]
 
@@ -194,13 +233,25 @@ class Pipeline:
     def _run_local(self, parts, progress):
         seen = _dedup.SeenKeys() if self.dedup else None
         out = []
-        for i, p in enumerate(parts):
-            t, keys, n_read, c1 = self._stage1(i, p)
-            keep = seen.first_new(keys) if seen is not None else None
-            out.append((n_read, c1, *self._stage3(i, t, keep)))
-            del t, keys
-            if progress:
-                progress(i + 1, len(parts))
+        # while partition i is deduplicated and written, partition i + 1 is read and validated on a second
+        # thread (Arrow and DuckDB release the GIL): two partitions in memory at most. With Arrow held to
+        # one CPU (pyarrow.set_cpu_count(1)) the pipeline keeps to one thread too.
+        pool = ThreadPoolExecutor(1) if pa.cpu_count() > 1 else None
+        stage1 = (lambda i: pool.submit(self._stage1, i, parts[i])) if pool else \
+            (lambda i: _Done(self._stage1(i, parts[i])))
+        try:
+            nxt = stage1(0) if parts else None
+            for i in range(len(parts)):
+                t, keys, n_read, c1 = nxt.result()
+                nxt = stage1(i + 1) if i + 1 < len(parts) else None
+                keep = seen.first_new(keys) if seen is not None else None
+                out.append((n_read, c1, *self._stage3(i, t, keep)))
+                del t, keys
+                if progress:
+                    progress(i + 1, len(parts))
+        finally:
+            if pool:
+                pool.shutdown(cancel_futures=True)
         return out
 
     def _run_dask(self, parts, address, client):
@@ -248,6 +299,14 @@ class Pipeline:
         return {"read": read + created_total, "kept": kept, "quarantined": sum(r["quarantined"] for r in rows),
                 "filtered": sum(r["filtered"] for r in rows), "steps": rows, "partitions": len(results),
                 "outputs": sorted(outputs)}
+
+
+class _Done:
+    def __init__(self, value):
+        self.value = value
+
+    def result(self):
+        return self.value
 
 
 def _bucket_keep(b, nb, *keys_per_partition):

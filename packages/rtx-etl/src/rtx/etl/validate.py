@@ -3,17 +3,19 @@
 `check(table, schema)` returns the rows that pass (cast to the schema's types) and the rows that
 fail with a `_reason` column; it never drops a row silently. The work is columnar: one boolean mask
 per check (Arrow compute kernels, DuckDB TRY_CAST for text → timestamp); reason strings are built
-only for the failing rows, so clean data pays for masks and casts, not for Python loops.
+only for the failing rows (one column of texts per check, joined by Arrow), so clean data pays for
+masks and casts, not for Python loops.
 """
 from __future__ import annotations
 
 import dataclasses
 import re
 
-import duckdb
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+
+from rtx.etl import _duckdb
 
 TYPES = {"int64": pa.int64(), "float64": pa.float64(), "string": pa.string(), "bool": pa.bool_(),
          "timestamp": pa.timestamp("us")}
@@ -62,6 +64,17 @@ class Schema:
         return f"Schema({self.columns!r})"
 
 
+def _int_text(col: pa.Array) -> pa.Array:
+    """Which strings match _INT_RE. Most are [-]digits, which cheap kernels recognise; the regex runs
+    only on the rest (signs, blanks, junk)."""
+    unsigned = pc.if_else(pc.starts_with(col, "-"), pc.utf8_slice_codeunits(col, 1), col)
+    ok = _np(pc.fill_null(pc.ascii_is_decimal(unsigned), False)).copy()  # "" and "-" are not decimal
+    rest = np.flatnonzero(~ok & _np(pc.is_valid(col)))
+    if len(rest):
+        ok[rest] = _np(pc.fill_null(pc.match_substring_regex(col.take(pa.array(rest)), _INT_RE), False))
+    return pa.array(ok)
+
+
 def _to_type(col: pa.ChunkedArray | pa.Array, name: str, target: str):
     """(values cast to the target type with bad entries null, mask of entries that could not be cast)."""
     t = TYPES[target]
@@ -75,10 +88,20 @@ def _to_type(col: pa.ChunkedArray | pa.Array, name: str, target: str):
     if pa.types.is_string(src) or pa.types.is_large_string(src):
         if target == "string":
             return col.cast(pa.string()), np.zeros(len(col), bool)
+        if target == "float64" and not pc.any(pc.match_substring(col, "(")).as_py():
+            # clean text converts in one kernel; Arrow reads what the regex accepts, less surrounding
+            # blanks, plus "nan(...)" (hence the test above). Anything else falls through to the regex.
+            try:
+                return col.cast(t), np.zeros(len(col), bool)
+            except pa.ArrowInvalid:
+                pass
         if target in ("int64", "float64"):
-            ok = pc.match_substring_regex(col, _INT_RE if target == "int64" else _FLOAT_RE)
+            ok = _int_text(col) if target == "int64" else pc.match_substring_regex(col, _FLOAT_RE)
             clean = pc.if_else(ok, pc.utf8_trim_whitespace(col), pa.scalar(None, pa.string()))
             if target == "int64":
+                # Arrow's integer parser refuses a leading "+", which the regex (and Python's int()) accept
+                clean = pc.if_else(pc.fill_null(pc.starts_with(clean, "+"), False),
+                                   pc.utf8_slice_codeunits(clean, 1), clean)
                 # 19+ digit numbers may overflow int64: cast them one by one (they are rare)
                 long = pc.fill_null(pc.greater(pc.utf8_length(clean), 18), False)
                 if pc.any(long).as_py():
@@ -94,11 +117,10 @@ def _to_type(col: pa.ChunkedArray | pa.Array, name: str, target: str):
             is_t, is_f = pc.is_in(low, pa.array(_BOOL_TRUE)), pc.is_in(low, pa.array(_BOOL_FALSE))
             out = pc.if_else(is_t, True, pc.if_else(is_f, False, pa.scalar(None, pa.bool_())))
         else:  # timestamp: DuckDB parses ISO 8601 text and gives NULL where it cannot
-            con = duckdb.connect()
-            con.register("c", pa.table({"v": col}))
-            out = con.sql("SELECT TRY_CAST(v AS TIMESTAMP) AS v FROM c").to_arrow_table()["v"].combine_chunks()
+            out = _duckdb.query("SELECT TRY_CAST(v AS TIMESTAMP) AS v FROM c", c=pa.table({"v": col}))["v"]
+            out = out.combine_chunks()
             out = out.cast(t)
-        bad = np.asarray(pc.and_(pc.is_valid(col), pc.is_null(out)).to_numpy(zero_copy_only=False), bool)
+        bad = _np(pc.and_(pc.is_valid(col), pc.is_null(out)))
         return out, bad
     if target == "string":
         return col.cast(pa.string()), np.zeros(len(col), bool)
@@ -106,7 +128,7 @@ def _to_type(col: pa.ChunkedArray | pa.Array, name: str, target: str):
         # a float column is an int only where every value is integral and in range
         v = col.to_numpy(zero_copy_only=False).astype(np.float64)
         good = np.isfinite(v) & (v == np.floor(v)) & (np.abs(v) < 2**63)
-        good |= ~np.asarray(pc.is_valid(col).to_numpy(zero_copy_only=False), bool)
+        good |= ~_np(pc.is_valid(col))
         out = pa.array(np.where(good, np.nan_to_num(v), 0).astype(np.int64), mask=~good | np.isnan(v))
         return out, ~good
     try:
@@ -115,8 +137,19 @@ def _to_type(col: pa.ChunkedArray | pa.Array, name: str, target: str):
         raise TypeError(f"column {name!r}: cannot cast {src} to {target}: {e}") from None
 
 
-def _fmt(v) -> str:
-    return repr(v.as_py() if isinstance(v, pa.Scalar) else v)
+def _np(mask) -> np.ndarray:
+    """A boolean Arrow array without nulls as a NumPy bool array, read from its buffer: pyarrow's
+    to_numpy() imports pandas (seconds in a fresh process), which a pipeline does not otherwise need."""
+    if isinstance(mask, pa.ChunkedArray):
+        mask = mask.combine_chunks()
+    m = mask.cast(pa.uint8())
+    return np.frombuffer(m.buffers()[1], np.uint8, len(m), m.offset).view(bool)
+
+
+def _describe(values, rows, before: str, after: str) -> list[str]:
+    """The reason text of each failing row: repr() of the row's value as a Python value (so it reads
+    like the row, e.g. 'n/a' quoted) between two fixed texts. Runs over failing rows only."""
+    return [f"{before}{v!r}{after}" for v in values.take(pa.array(rows)).to_pylist()]
 
 
 def check(table: pa.Table, schema: Schema) -> tuple[pa.Table, pa.Table]:
@@ -125,44 +158,42 @@ def check(table: pa.Table, schema: Schema) -> tuple[pa.Table, pa.Table]:
     if missing:
         raise ValueError(f"validate: the data has no column {missing} (columns: {table.column_names})")
     n = table.num_rows
-    casted, problems = {}, []  # problems: (mask, reason-for-row-i function)
+    casted, problems = {}, []  # problems: (mask, values or None, text before the value, text after)
     for name, c in schema.columns.items():
         raw = table[name]
-        vals, bad_type = _to_type(raw, name, c.dtype)
-        casted[name] = vals
         raw_arr = raw.combine_chunks() if isinstance(raw, pa.ChunkedArray) else raw
-        problems.append((bad_type, lambda i, name=name, raw_arr=raw_arr, c=c:
-                         f"{name}: {_fmt(raw_arr[i])} is not {c.dtype}"))
+        vals, bad_type = _to_type(raw_arr, name, c.dtype)
+        casted[name] = vals
+        problems.append((bad_type, raw_arr, f"{name}: ", f" is not {c.dtype}"))
         if not c.nullable:
-            isnull = ~np.asarray(pc.is_valid(raw_arr).to_numpy(zero_copy_only=False), bool)
-            problems.append((isnull, lambda i, name=name: f"{name}: null"))
-        valid = np.asarray(pc.is_valid(vals).to_numpy(zero_copy_only=False), bool)
+            problems.append((~_np(pc.is_valid(raw_arr)), None, f"{name}: null", ""))
         for bound, op, word in ((c.min, pc.less, "<"), (c.max, pc.greater, ">")):
             if bound is not None:
-                m = np.asarray(pc.fill_null(op(vals, pa.scalar(bound).cast(vals.type)
-                                               if c.dtype != "timestamp" else pa.scalar(bound)), False)
-                               .to_numpy(zero_copy_only=False), bool) & valid
-                problems.append((m, lambda i, name=name, vals=vals, word=word, bound=bound:
-                                 f"{name}: {_fmt(vals[i])} {word} {'min' if word == '<' else 'max'} {bound!r}"))
+                b = pa.scalar(bound).cast(vals.type) if c.dtype != "timestamp" else pa.scalar(bound)
+                m = _np(pc.fill_null(op(vals, b), False))
+                problems.append((m, vals, f"{name}: ", f" {word} {'min' if word == '<' else 'max'} {bound!r}"))
         if c.regex is not None:
-            s = vals.cast(pa.string())
-            m = ~np.asarray(pc.fill_null(pc.match_substring_regex(s, c.regex), True)
-                            .to_numpy(zero_copy_only=False), bool)
-            problems.append((m, lambda i, name=name, vals=vals, c=c:
-                             f"{name}: {_fmt(vals[i])} does not match {c.regex!r}"))
+            m = ~_np(pc.fill_null(pc.match_substring_regex(vals.cast(pa.string()), c.regex), True))
+            problems.append((m, vals, f"{name}: ", f" does not match {c.regex!r}"))
         if c.allowed is not None:
-            m = ~np.asarray(pc.fill_null(pc.is_in(vals, pa.array(c.allowed).cast(vals.type)), True)
-                            .to_numpy(zero_copy_only=False), bool)
-            problems.append((m, lambda i, name=name, vals=vals, c=c:
-                             f"{name}: {_fmt(vals[i])} not in {c.allowed!r}"))
+            m = ~_np(pc.fill_null(pc.is_in(vals, pa.array(c.allowed).cast(vals.type)), True))
+            problems.append((m, vals, f"{name}: ", f" not in {c.allowed!r}"))
     bad = np.zeros(n, bool)
-    for m, _ in problems:
+    for m, *_ in problems:
         bad |= m
-    good_idx = np.flatnonzero(~bad)
     bad_idx = np.flatnonzero(bad)
     cols = {name: (casted[name] if name in casted else table[name]) for name in table.column_names}
-    good = pa.table(cols).take(pa.array(good_idx))
-    reasons = ["; ".join(f(i) for m, f in problems if m[i]) for i in bad_idx]
-    quarantined = table.take(pa.array(bad_idx)).append_column("_row", pa.array(bad_idx, pa.int64())) \
-        .append_column("_reason", pa.array(reasons, pa.string()))
+    good = pa.table(cols).filter(pa.array(~bad))
+    # one reason column per problem (null where it does not apply), joined per row with "; "
+    parts = []
+    for m, values, before, after in problems:
+        hit = m[bad_idx]
+        if hit.any():
+            text = np.full(len(bad_idx), None, object)
+            rows = bad_idx[hit]
+            text[hit] = _describe(values, rows, before, after) if values is not None else before
+            parts.append(pa.array(text, pa.string()))
+    reasons = pc.binary_join_element_wise(*parts, "; ", null_handling="skip") if parts else pa.array([], pa.string())
+    quarantined = table.filter(pa.array(bad)).append_column("_row", pa.array(bad_idx, pa.int64())) \
+        .append_column("_reason", reasons)
     return good, quarantined
