@@ -6,14 +6,23 @@ import rtx
 import rtx.nn as tnn
 import rtx.nn.functional as F
 from rtx.geom.datasets import FakeDataset, KarateClub, StochasticBlockModelDataset
+from rtx.geom.examples.karate import DEFAULT, train_karate
 from rtx.geom.loader import DataLoader
 from rtx.geom.nn import GAE, GCN, GIN, MLP, GCNConv, global_add_pool
 from rtx.geom.utils import negative_sampling, to_undirected
 
 
-def test_gcn_karate_four_labels():
+def test_gcn_karate_four_communities_hubs_labelled():
+    # The issue's bar on PyG's four communities, one labelled node each: the hub (highest degree) of each
+    # community is labelled (rtx.geom.examples.karate; the README has the sweep behind this choice). PyG 2.8's
+    # own GCN gives the same 90.0 % on every seed (scripts/pyg_karate.py); labelling PyG's train_mask nodes gives 77 %.
+    for seed in (0, 1):
+        assert train_karate(seed=seed, **DEFAULT) >= 0.9
+
+
+def test_gcn_karate_two_factions():
     # The club's split into two factions (networkx's 'club' attribute), leaders and one member of each
-    # labelled. (On PyG's four communities, KarateClub().y, PyG 2.8's own GCN reaches 77 %: a harder task.)
+    # labelled.
     rtx.manual_seed(0)
     data = KarateClub()[0]
     club = np.array([d["club"] != "Mr. Hi" for _, d in nx.karate_club_graph().nodes(data=True)], dtype=np.int64)
