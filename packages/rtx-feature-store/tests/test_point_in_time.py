@@ -94,3 +94,29 @@ def test_several_views_and_timezones(tmp_path):
         store.get_historical_features({"a": [1], "event_timestamp": [T0]}, ["vb:y"])
     with pytest.raises(KeyError, match="no feature 'nope'"):
         store.get_historical_features(df, ["va:nope"])
+
+
+def test_key_pruning_split_files_and_shared_sources(tmp_path):
+    # A source over 2 Parquet files (a glob) with many keys, of which the entity rows ask few (the semi join prunes
+    # the rest), ties within and across files (the later file's row wins when created ties too), and two views
+    # over the same source with different ttls (one join, two masks): all against the brute-force reference.
+    import random
+    rnd = random.Random(0)
+    events = [(rnd.randrange(300), rnd.randrange(40), rnd.randrange(3), float(i)) for i in range(3000)]
+    minute = dt.timedelta(minutes=1)
+    (tmp_path / "src").mkdir()
+    for part, chunk in enumerate([events[:1700], events[1700:]]):
+        pq.write_table(pa.table({"k": [e[0] for e in chunk], "ts": [T0 + e[1] * minute for e in chunk],
+                                 "created": [T0 + e[2] * minute for e in chunk], "v": [e[3] for e in chunk]}),
+                       tmp_path / "src" / f"part-{part}.parquet", row_group_size=500)
+    ent = Entity("k", ["k"])
+    src = FileSource(str(tmp_path / "src" / "*.parquet"), "ts", "created")
+    store = FeatureStore(tmp_path / "repo")
+    store.apply([ent, FeatureView("short", [ent], [Field("v", Float64)], src, ttl=dt.timedelta(minutes=3)),
+                 FeatureView("long", [ent], [Field("v", Float64)], src, ttl=None)])
+    rows = [(rnd.choice([3, 5, 7, 299]), rnd.randrange(45)) for _ in range(200)]
+    got = store.get_historical_features({"k": [r[0] for r in rows], "event_timestamp": [T0 + r[1] * minute
+                                                                                        for r in rows]},
+                                        ["short:v", "long:v"], full_feature_names=True).to_arrow()
+    assert got.column("short__v").to_pylist() == reference(events, rows, 3)
+    assert got.column("long__v").to_pylist() == reference(events, rows, None)

@@ -13,7 +13,14 @@ from urllib.parse import urlparse
 
 def entity_key(values):
     """The stored form of an entity key: JSON of the join key values in the view's join-key order."""
+    if len(values) == 1 and type(values[0]) is int:  # the common case, without the JSON encoder's overhead
+        return f"[{values[0]}]"
     return json.dumps(list(values), separators=(",", ":"))
+
+
+def _decode_many(docs):
+    """JSON objects -> dicts in one decoder call: a lookup of 100 rows pays one C call, not 100."""
+    return json.loads("[" + ",".join(docs) + "]") if docs else []
 
 
 class OnlineStore:
@@ -60,13 +67,16 @@ class SqliteOnlineStore(OnlineStore):
 
     def read(self, feature_view, keys):
         c = self._conn()
-        found = {}
+        eks, docs, stamps = [], [], []
         keys = list(keys)
         for i in range(0, len(keys), 500):  # SQLite's bound-parameter limit
             chunk = keys[i:i + 500]
+            # One statement per lookup; its text depends only on the chunk length, so sqlite3's statement cache
+            # reuses the prepared form.
             q = f"SELECT ek, vals, ts FROM online WHERE fv = ? AND ek IN ({','.join('?' * len(chunk))})"
             for ek, vals, ts in c.execute(q, [feature_view, *chunk]):
-                found[ek] = (json.loads(vals), ts)
+                eks.append(ek), docs.append(vals), stamps.append(ts)
+        found = dict(zip(eks, zip(_decode_many(docs), stamps)))
         return [found.get(k) for k in keys]
 
     def close(self):
@@ -92,6 +102,19 @@ return n
 """
 
 
+# KEYS: the entity hashes; returns one JSON text, [[values, ts] or null, ...]: one command and one bulk reply per
+# lookup. A pipeline of HMGETs (or a reply of 200 elements) spends more time in the client's per-element packing
+# and parsing than the server spends on the lookups (measured: ~3.5 ms vs ~0.3 ms for 100 keys).
+_READ_LUA = """
+local parts = {}
+for i, key in ipairs(KEYS) do
+  local r = redis.call('HMGET', key, 'v', 'ts')
+  if r[1] then parts[i] = '[' .. r[1] .. ',' .. r[2] .. ']' else parts[i] = 'null' end
+end
+return '[' .. table.concat(parts, ',') .. ']'
+"""
+
+
 class RedisOnlineStore(OnlineStore):
     def __init__(self, url, project="default"):
         import redis
@@ -100,6 +123,7 @@ class RedisOnlineStore(OnlineStore):
         self.project = project
         self.client = redis.Redis.from_url(url)
         self._write = self.client.register_script(_WRITE_LUA)
+        self._read_sha = None
 
     def _key(self, feature_view, ek):
         return f"{self.project}:{feature_view}:{ek}"
@@ -114,13 +138,21 @@ class RedisOnlineStore(OnlineStore):
             self._write(keys=[self._key(feature_view, r[0]) for r in chunk], args=args)
 
     def read(self, feature_view, keys):
-        pipe = self.client.pipeline(transaction=False)
-        for k in keys:
-            pipe.hmget(self._key(feature_view, k), "v", "ts")
-        out = []
-        for v, ts in pipe.execute():
-            out.append(None if v is None else (json.loads(v), float(ts)))
-        return out
+        prefix = f"{self.project}:{feature_view}:"
+        if not keys:
+            return []
+        return [None if g is None else (g[0], g[1]) for g in json.loads(self._evalsha_read([prefix + k for k in keys]))]
+
+    def _evalsha_read(self, keys):
+        # EVALSHA by hand, loading the script once (and again if the server lost it).
+        import redis
+        if self._read_sha is None:
+            self._read_sha = self.client.script_load(_READ_LUA)
+        try:
+            return self.client.evalsha(self._read_sha, len(keys), *keys)
+        except redis.exceptions.NoScriptError:  # the server restarted or its script cache was flushed
+            self._read_sha = self.client.script_load(_READ_LUA)
+            return self.client.evalsha(self._read_sha, len(keys), *keys)
 
     def close(self):
         self.client.close()
