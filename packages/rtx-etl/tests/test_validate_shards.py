@@ -1,5 +1,6 @@
 """Validation accounting under random bad rows (hypothesis, pandas as the independent judge); shard
 writers read back with pyarrow/tarfile/safetensors; exactly-once across 2 ranks x 3 workers and resume."""
+import re
 import tarfile
 
 import numpy as np
@@ -18,7 +19,7 @@ SCHEMA = Schema({"age": Column("int64", nullable=False, min=0, max=120),
                  "name": Column("string", nullable=False, regex=r"^[a-z]+$"),
                  "tier": Column("string", allowed=["gold", "silver"])})
 
-cell = st.one_of(st.none(), st.text("abcz09 .-", max_size=4), st.integers(-5, 200).map(str),
+cell = st.one_of(st.none(), st.text("abcz09 .-+", max_size=4), st.integers(-5, 200).map(str),
                  st.floats(-3, 3, allow_nan=False).map(lambda v: f"{v:.2f}"))
 
 
@@ -56,6 +57,27 @@ def test_quarantine_accounting_random_rows(tmp_path, rows):
     for s in rep["steps"]:
         assert s["read"] == s["kept"] + s["quarantined"] + s["filtered"]
     assert out.schema.field("age").type == pa.int64() and out.schema.field("score").type == pa.float64()
+
+
+def test_int_text_like_python(tmp_path):
+    # the judge: Python's re and int(); what fails goes to the quarantine, never dropped or crashed on
+    texts = ["5", "+5", "-5", " 5 ", " +7 ", "00012", "-0", "0x1F", "1e3", "1.0", "", "--5", "+-5", "-", "1_000",
+             "12a", "9223372036854775807", "-9223372036854775808", "9223372036854775808", "-9223372036854775809",
+             "123456789012345678", "-123456789012345678", "0" * 25 + "7", None]
+
+    def judge(v):
+        if v is None:
+            return True, None
+        if re.fullmatch(r"\s*[+-]?[0-9]+\s*", v) and -2**63 <= int(v) < 2**63:
+            return True, int(v)
+        return False, None
+    ds = Dataset.from_arrow(pa.table({"i": pa.array(texts, pa.string()), "k": range(len(texts))}), cache_dir=False)
+    out = ds.validate(Schema({"i": Column("int64")}), quarantine=tmp_path / "q.parquet").to_arrow().to_pylist()
+    bad = pq.read_table(tmp_path / "q.parquet")
+    want = [(k, judge(v)) for k, v in enumerate(texts)]
+    assert [(r["k"], r["i"]) for r in out] == [(k, v) for k, (ok, v) in want if ok]
+    assert bad["k"].to_pylist() == [k for k, (ok, _) in want if not ok]
+    assert bad["_reason"].to_pylist() == [f"i: {texts[k]!r} is not int64" for k in bad["k"].to_pylist()]
 
 
 def test_validate_types_and_reasons(tmp_path):

@@ -64,15 +64,27 @@ class Schema:
         return f"Schema({self.columns!r})"
 
 
-def _int_text(col: pa.Array) -> pa.Array:
-    """Which strings match _INT_RE. Most are [-]digits, which cheap kernels recognise; the regex runs
-    only on the rest (signs, blanks, junk)."""
+def _text_to_int(col: pa.Array):
+    """(int64 values, mask of text that is not an int64) by _INT_RE's rule. Most values are [-]digits of
+    at most 18 characters, which cheap kernels recognise and one cast converts (they cannot overflow);
+    the rest (signs, blanks, long numbers, junk) go through the regex and Python's int(): they are few."""
     unsigned = pc.if_else(pc.starts_with(col, "-"), pc.utf8_slice_codeunits(col, 1), col)
-    ok = _np(pc.fill_null(pc.ascii_is_decimal(unsigned), False)).copy()  # "" and "-" are not decimal
-    rest = np.flatnonzero(~ok & _np(pc.is_valid(col)))
+    plain = _np(pc.fill_null(pc.and_(pc.ascii_is_decimal(unsigned),  # "" and "-" are not decimal
+                                     pc.less_equal(pc.utf8_length(col), 18)), False))
+    if plain.all():
+        return col.cast(pa.int64()), np.zeros(len(col), bool)
+    values = pc.fill_null(pc.if_else(pa.array(plain), col, pa.scalar(None, pa.string())).cast(pa.int64()), 0)
+    values = np.frombuffer(values.buffers()[1], np.int64, len(values), values.offset).copy()
+    good = plain.copy()
+    rest = np.flatnonzero(~plain & _np(pc.is_valid(col)))
     if len(rest):
-        ok[rest] = _np(pc.fill_null(pc.match_substring_regex(col.take(pa.array(rest)), _INT_RE), False))
-    return pa.array(ok)
+        texts = col.take(pa.array(rest))
+        ok = _np(pc.fill_null(pc.match_substring_regex(texts, _INT_RE), False))
+        for i, text in zip(rest[ok], texts.filter(pa.array(ok)).to_pylist()):
+            v = int(text)  # the regex admits only what int() reads: sign, digits, blanks around
+            if -2**63 <= v < 2**63:
+                values[i], good[i] = v, True
+    return pa.array(values, mask=~good), ~good & _np(pc.is_valid(col))
 
 
 def _to_type(col: pa.ChunkedArray | pa.Array, name: str, target: str):
@@ -95,23 +107,11 @@ def _to_type(col: pa.ChunkedArray | pa.Array, name: str, target: str):
                 return col.cast(t), np.zeros(len(col), bool)
             except pa.ArrowInvalid:
                 pass
-        if target in ("int64", "float64"):
-            ok = _int_text(col) if target == "int64" else pc.match_substring_regex(col, _FLOAT_RE)
-            clean = pc.if_else(ok, pc.utf8_trim_whitespace(col), pa.scalar(None, pa.string()))
-            if target == "int64":
-                # Arrow's integer parser refuses a leading "+", which the regex (and Python's int()) accept
-                clean = pc.if_else(pc.fill_null(pc.starts_with(clean, "+"), False),
-                                   pc.utf8_slice_codeunits(clean, 1), clean)
-                # 19+ digit numbers may overflow int64: cast them one by one (they are rare)
-                long = pc.fill_null(pc.greater(pc.utf8_length(clean), 18), False)
-                if pc.any(long).as_py():
-                    vals = clean.to_pylist()
-                    bad = [i for i, v in enumerate(vals) if v is not None and len(v) > 18
-                           and not -2**63 <= int(v) < 2**63]
-                    mask = np.zeros(len(vals), bool)
-                    mask[bad] = True
-                    clean = pc.if_else(pa.array(mask), pa.scalar(None, pa.string()), clean)
-            out = clean.cast(t)
+        if target == "int64":
+            return _text_to_int(col)
+        if target == "float64":
+            ok = pc.match_substring_regex(col, _FLOAT_RE)
+            out = pc.if_else(ok, pc.utf8_trim_whitespace(col), pa.scalar(None, pa.string())).cast(t)
         elif target == "bool":
             low = pc.utf8_lower(pc.utf8_trim_whitespace(col))
             is_t, is_f = pc.is_in(low, pa.array(_BOOL_TRUE)), pc.is_in(low, pa.array(_BOOL_FALSE))
