@@ -114,6 +114,87 @@ def test_cheb_dense():
     np.testing.assert_allclose(m(t(X), t(EI), t(W)).detach().numpy(), want, atol=1e-12)
 
 
+
+EA = np.random.default_rng(7).standard_normal((EI.shape[1], 3))  # edge features, one row per edge of EI
+
+
+def in_edges(i, loops=True):
+    """Indices into EI of the edges into node i (self-loops kept unless loops=False)."""
+    return [k for k in range(EI.shape[1]) if EI[1, k] == i and (loops or EI[0, k] != i)]
+
+
+def softmax_rows(s):
+    e = np.exp(s - s.max(0))
+    return e / e.sum(0)
+
+
+def test_gatv2_dense_with_edge_features():
+    m = f64(gnn.GATv2Conv(4, 2, heads=2, edge_dim=3))
+    p = params(m)
+    xl = (X @ p["lin_l.weight"].T + p["lin_l.bias"]).reshape(N, 2, 2)
+    xr = (X @ p["lin_r.weight"].T + p["lin_r.bias"]).reshape(N, 2, 2)
+    want = np.zeros((N, 2, 2))
+    for i in range(N):
+        ks = in_edges(i, loops=False)
+        # existing loops are dropped; one loop per node whose edge feature is the mean of its in-edges' (0 if none)
+        src = [EI[0, k] for k in ks] + [i]
+        ea = np.array([EA[k] for k in ks] + [EA[ks].mean(0) if ks else np.zeros(3)])
+        e = xl[src] + xr[i] + (ea @ p["lin_edge.weight"].T).reshape(-1, 2, 2)
+        e = np.where(e > 0, e, 0.2 * e)
+        alpha = softmax_rows((e * p["att"][0]).sum(-1))          # [edges, heads]
+        want[i] = (alpha[..., None] * xl[src]).sum(0)
+    want = want.reshape(N, 4) + p["bias"]
+    np.testing.assert_allclose(m(t(X), t(EI), t(EA)).detach().numpy(), want, atol=1e-12)
+    x, ea = rtx.tensor(X, requires_grad=True), rtx.tensor(EA, requires_grad=True)
+    assert gradcheck(lambda x, ea: m(x, t(EI), ea), (x, ea), eps=1e-6, atol=1e-6)
+
+
+def test_gine_dense_with_edge_features():
+    m = f64(gnn.GINEConv(tnn.Linear(4, 3), eps=0.5, edge_dim=3))
+    p = params(m)
+    agg = np.zeros((N, 4))
+    for k in range(EI.shape[1]):
+        agg[EI[1, k]] += np.maximum(X[EI[0, k]] + EA[k] @ p["lin.weight"].T + p["lin.bias"], 0)
+    want = (1.5 * X + agg) @ p["nn.weight"].T + p["nn.bias"]
+    np.testing.assert_allclose(m(t(X), t(EI), t(EA)).detach().numpy(), want, atol=1e-12)
+    x, ea = rtx.tensor(X, requires_grad=True), rtx.tensor(EA, requires_grad=True)
+    assert gradcheck(lambda x, ea: m(x, t(EI), ea), (x, ea), eps=1e-6, atol=1e-6)
+
+
+def test_transformer_dense_with_beta_and_edge_features():
+    m = f64(gnn.TransformerConv(4, 2, heads=2, beta=True, edge_dim=3))
+    p = params(m)
+
+    def lin(name):
+        return X @ p[f"{name}.weight"].T + p[f"{name}.bias"]
+    q, k_, v = (lin(n).reshape(N, 2, 2) for n in ("lin_query", "lin_key", "lin_value"))
+    e = (EA @ p["lin_edge.weight"].T).reshape(-1, 2, 2)
+    out = np.zeros((N, 2, 2))
+    for i in range(N):
+        ks = in_edges(i)
+        if not ks:
+            continue  # no in-edges (node 5): the attention part is 0
+        keys, vals = k_[EI[0, ks]] + e[ks], v[EI[0, ks]] + e[ks]
+        alpha = softmax_rows((q[i] * keys).sum(-1) / np.sqrt(2))
+        out[i] = (alpha[..., None] * vals).sum(0)
+    out = out.reshape(N, 4)
+    skip = lin("lin_skip")
+    b = 1 / (1 + np.exp(-(np.concatenate([out, skip, out - skip], 1) @ p["lin_beta.weight"].T)))
+    want = b * skip + (1 - b) * out
+    np.testing.assert_allclose(m(t(X), t(EI), t(EA)).detach().numpy(), want, atol=1e-12)
+
+
+def test_edgeconv_dense():
+    m = f64(gnn.EdgeConv(tnn.Sequential(tnn.Linear(8, 3), tnn.Tanh())))
+    p = params(m)
+    want = np.zeros((N, 3))
+    for i in range(N):
+        ks = in_edges(i)
+        if ks:  # max over in-edges of nn([x_i, x_j - x_i]); no in-edges gives 0
+            h = np.concatenate([np.repeat(X[i:i + 1], len(ks), 0), X[EI[0, ks]] - X[i]], 1)
+            want[i] = np.tanh(h @ p["nn.0.weight"].T + p["nn.0.bias"]).max(0)
+    np.testing.assert_allclose(m(t(X), t(EI)).detach().numpy(), want, atol=1e-12)
+
 LAYERS = {
     "gcn": lambda: gnn.GCNConv(4, 3),
     "gat": lambda: gnn.GATConv(4, 2, heads=2),
