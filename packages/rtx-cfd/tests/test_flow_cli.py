@@ -77,3 +77,13 @@ def test_cli_cavity_prints_ghia_table(tmp_path, capsys):
     assert "u Ghia" in text and "0.84123" in text and "max deviation from Ghia" in text
     assert out.exists()
     assert cfd_command([]) == 2
+
+
+def test_cli_lbm_cavity_and_cylinder(capsys):
+    from rtx.cfd.cli import cfd_command
+    assert cfd_command(["lbm-cavity", "--n", "9", "--max-steps", "300", "--dtype", "float32"]) == 0
+    text = capsys.readouterr().out
+    assert "LBM cavity Re=100 n=9" in text and "0.84123" in text and "max deviation from Ghia" in text
+    assert cfd_command(["cylinder", "--cells-per-d", "4", "--length", "6", "--height", "3", "--t-end", "1"]) == 0
+    text = capsys.readouterr().out
+    assert "cylinder Re=100, 24x12 cells" in text and "Strouhal number" in text

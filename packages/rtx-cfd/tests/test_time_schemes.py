@@ -6,7 +6,7 @@ import pytest
 
 import rtx
 from rtx.autograd import gradcheck
-from rtx.cfd import Grid, NavierStokes2D, Periodic, Wall, cavity, ghia
+from rtx.cfd import Grid, Inflow, NavierStokes2D, Outflow, Periodic, Wall, cavity, ghia
 
 PERIODIC = {k: Periodic() for k in ("left", "right", "bottom", "top")}
 
@@ -68,6 +68,25 @@ def test_gradients_through_20_ab2cn_steps_match_finite_differences():
         _loss(nu, 1.0, checkpoint_every=k).backward()
         grads.append(nu.grad.item())
     np.testing.assert_allclose(grads[0], grads[1], rtol=1e-12)
+
+
+def test_ab2cn_steady_state_around_an_obstacle_does_not_depend_on_dt():
+    # The Crank-Nicolson solve runs on the whole box with a zero right-hand side on the solid faces,
+    # so a steady state is exactly the masked one whatever dt. Solving with the solid faces' own
+    # right-hand side and zeroing them afterwards (the previous way) moved the steady state by
+    # O(dt nu / h^2) next to the obstacle: 0.02 between these two step sizes.
+    g = Grid(24, 12, 4.0, 2.0)
+    mask = np.zeros((12, 24), bool)
+    mask[5:8, 6:9] = True
+    bcs = {"left": Inflow(1.0), "right": Outflow()}
+    runs = []
+    for cfl in (0.5, 1.0):
+        s = NavierStokes2D(g, 0.1, bcs, obstacle=mask, time_scheme="ab2cn")
+        with rtx.no_grad():
+            runs.append(s.run(tol=1e-9, cfl=cfl))
+        assert s.stats["residual"] < 1e-9
+    np.testing.assert_allclose(runs[0].u.numpy(), runs[1].u.numpy(), atol=1e-8)
+    np.testing.assert_allclose(runs[0].v.numpy(), runs[1].v.numpy(), atol=1e-8)
 
 
 def test_bad_time_scheme():

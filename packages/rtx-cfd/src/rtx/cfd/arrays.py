@@ -63,6 +63,12 @@ class TensorKit:
     def array(self, a):
         return rtx.tensor(np.asarray(a, dtype=np.float64), dtype=self._dtype, device=self._device)
 
+    @staticmethod
+    def put(values, idx, shape):
+        """Zeros of `shape` with `values` at the flat indices `idx` (distinct)."""
+        n = int(np.prod(shape))
+        return rtx.zeros(n, dtype=values.dtype, device=values.device).index_add(0, idx, values).reshape(shape)
+
 
 class ArrayKit:
     """The same calls on the raw NumPy/CuPy arrays of the tensors in `consts`."""
@@ -93,3 +99,8 @@ class ArrayKit:
 
     def array(self, a):
         return self.xp.asarray(np.asarray(a, dtype=self._np_dtype))
+
+    def put(self, values, idx, shape):
+        out = self.xp.zeros(int(np.prod(shape)), dtype=values.dtype)
+        out[idx] = values
+        return out.reshape(shape)

@@ -67,13 +67,14 @@ class NavierStokes2D:
     (missing sides are no-slip walls). advection: 'central', 'upwind' (donor cell) or a blending
     factor gamma in [0, 1], 'quick' or 'sou' (second-order upwind). time_scheme: 'euler' (explicit) or
     'ab2cn' (Adams-Bashforth 2 advection, Crank-Nicolson diffusion). obstacle: (ny, nx) boolean mask of solid
-    cells. force: (fx, fy) body
+    cells; its pressure solve is direct (obstacle_solver='capacitance', when the box Laplacian is
+    invertible, i.e. some side has an outflow) or by FastPoisson-preconditioned CG ('pcg'). force: (fx, fy) body
     force (numbers or tensors broadcastable to u and v). closure: callable (u, v) -> (fu, fv) added to
     the momentum right-hand side (e.g. a learned sub-grid model)."""
 
     def __init__(self, grid, nu, boundaries=None, *, advection="central", obstacle=None, force=None,
                  closure=None, dtype=rtx.float64, device=None, pcg_tol=1e-9, pcg_maxiter=2000,
-                 time_scheme="euler"):
+                 time_scheme="euler", obstacle_solver="capacitance"):
         if not isinstance(grid, Grid):
             raise TypeError(f"NavierStokes2D expects a Grid, got {type(grid).__name__}")
         self.grid, self.nu, self.closure = grid, nu, closure
@@ -93,6 +94,8 @@ class NavierStokes2D:
         self.dtype, self.device = dtype, device
         self.force = force
         self.pcg_tol, self.pcg_maxiter = pcg_tol, pcg_maxiter
+        if obstacle_solver not in ("capacitance", "pcg"):
+            raise ValueError(f"obstacle_solver must be 'capacitance' or 'pcg', got {obstacle_solver!r}")
         g, b = grid, self.bcs
         px = self._p_kind(b["left"]), self._p_kind(b["right"])
         py = self._p_kind(b["bottom"]), self._p_kind(b["top"])
@@ -116,6 +119,7 @@ class NavierStokes2D:
             solid_u = s[:, :-1] | s[:, 1:]
             s = np.pad(self.obstacle, ((1, 1), (0, 0)), mode="edge" if b["bottom"].kind != "periodic" else "wrap")
             solid_v = s[:-1] | s[1:]
+            box_u, box_v = mu, mv
             mu = mu * ~solid_u
             mv = mv * ~solid_v
             self.fluid_u = self._tensor(~solid_u * 1.0)
@@ -123,6 +127,9 @@ class NavierStokes2D:
             self.fluid_p = self._tensor(~self.obstacle * 1.0)
         self.corr_u, self.corr_v = self._tensor(mu), self._tensor(mv)
         self.stats, self._kits = {}, {}
+        self.cap_w = None
+        if self.obstacle is not None and obstacle_solver == "capacitance" and not self.poisson.singular:
+            self._setup_capacitance(box_u, box_v)
         if time_scheme == "ab2cn":
             self._setup_helmholtz()
 
@@ -165,6 +172,7 @@ class NavierStokes2D:
         kit = self._kits.get(is_raw)
         if kit is None:
             names = ("corr_u", "corr_v") + (("fluid_u", "fluid_v", "fluid_p") if self.obstacle is not None else ())
+            names += ("cap_w", "cap_idx") if self.cap_w is not None else ()
             kit = (ArrayKit if is_raw else TensorKit)({n: getattr(self, n) for n in names}, self.dtype, self.device)
             self._kits[is_raw] = kit
         return kit
@@ -340,14 +348,57 @@ class NavierStokes2D:
         v = v - dt * k.corr_v * (P[1:, 1:-1] - P[:-1, 1:-1]) / g.dy
         return u, v, p
 
+    def _laplacian(self, p, corr_u, corr_v):
+        """div(corr grad p): the Laplacian of the projection, with faces where corr is 0 closed."""
+        g, P = self.grid, self.ext_p(p)
+        gx = corr_u * (P[1:-1, 1:] - P[1:-1, :-1]) / g.dx
+        gy = corr_v * (P[1:, 1:-1] - P[:-1, 1:-1]) / g.dy
+        return self.divergence(gx, gy)
+
     def _masked_laplacian(self, p):
-        g, k = self.grid, self._kit(p)
-        P = self.ext_p(p)
-        gx = k.corr_u * (P[1:-1, 1:] - P[1:-1, :-1]) / g.dx
-        gy = k.corr_v * (P[1:, 1:-1] - P[:-1, 1:-1]) / g.dy
-        return self.divergence(gx, gy) * k.fluid_p + p * (1 - k.fluid_p)
+        k = self._kit(p)
+        return self._laplacian(p, k.corr_u, k.corr_v) * k.fluid_p + p * (1 - k.fluid_p)
+
+    def _setup_capacitance(self, box_u, box_v):
+        """Direct solve around an obstacle by the capacitance-matrix method (Buzbee, Dorr, George &
+        Golub 1971). The masked operator A (closed faces at the solid, p = 0 inside) differs from
+        the box Laplacian A0, which FastPoisson inverts, only on the set S of cells within one cell
+        of the solid: A = A0 + E D E^T with D = (A - A0)[S, S] (k x k, E the columns of I in S). By
+        Woodbury, A^-1 b = y - A0^-1 E W y[S] with y = A0^-1 b and W = D (I + A0^-1[S, S] D)^-1:
+        two fast solves per projection, exact to rounding, and differentiable like the rest.
+        Setup: k operator applications and k fast solves (k is a few hundred for a cylinder)."""
+        g, solid = self.grid, self.obstacle
+        near = solid.copy()  # S: the solid and its 4 neighbours (wrapping only adds cells: harmless)
+        for shift, axis in ((1, 0), (-1, 0), (1, 1), (-1, 1)):
+            near |= np.roll(solid, shift, axis=axis)
+        idx = np.flatnonzero(near)
+        n, kk = g.nx * g.ny, idx.size
+        self.cap_idx = rtx.tensor(idx, device=self.device)
+        k = self._kit(raw(self.corr_u))  # setup on the raw arrays
+        xp = k.xp
+        host = getattr(xp, "asnumpy", np.asarray)
+        bu, bv = k.array(box_u), k.array(box_v)
+        d = np.empty((kk, kk))
+        zs = np.empty((kk, kk))
+        for start in range(0, kk, 64):
+            cols = idx[start:start + 64]
+            e = xp.zeros((len(cols), n), dtype=k.corr_u.dtype)
+            e[xp.arange(len(cols)), xp.asarray(cols)] = 1.0
+            e = e.reshape(len(cols), g.ny, g.nx)
+            for c in range(len(cols)):
+                col = self._masked_laplacian(e[c]) - self._laplacian(e[c], bu, bv)
+                d[:, start + c] = host(col.reshape(-1)[xp.asarray(idx)])
+            zs[:, start:start + len(cols)] = host(self.poisson(e).reshape(len(cols), n)[:, xp.asarray(idx)]).T
+        w = d @ np.linalg.inv(np.eye(kk) + zs @ d)
+        self.cap_w = self._tensor(w)
+        self._kits.clear()
 
     def _masked_solve(self, rhs, p0):
+        if self.cap_w is not None:
+            k = self._kit(rhs)
+            y = self.poisson(rhs * k.fluid_p)
+            c = k.cap_w @ y.reshape(-1)[k.cap_idx]
+            return y - self.poisson(k.put(c, k.cap_idx, y.shape))
         # -L is symmetric positive (semi-)definite on the fluid cells; solid cells carry p = 0.
         p, it, rel = cg(lambda x: -self._masked_laplacian(x), -rhs * self._kit(rhs).fluid_p, x0=p0,
                         precond=lambda r: -self.poisson(r), tol=self.pcg_tol, maxiter=self.pcg_maxiter)
@@ -417,8 +468,16 @@ class NavierStokes2D:
         nu = k.scalar(self.nu)
         a = 0.5 * dt * nu
         (su, hu), (sv, hv) = self._hu, self._hv
-        du = hu((dt * (eu + nu * lap_u))[:, su], a)
-        dv = hv((dt * (ev + nu * lap_v))[sv], a)
+        ru, rv = dt * (eu + nu * lap_u), dt * (ev + nu * lap_v)
+        if self.obstacle is not None:
+            # The Helmholtz solve runs on the whole box. With a zero right-hand side on the solid
+            # faces a steady state is exactly the masked one (du = 0 on the fluid faces gives du = 0
+            # on the solid faces too); in a transient the solid faces feed back only at O((dt nu /
+            # h^2)^2 du), the order of the Crank-Nicolson error. Without it the steady state would
+            # carry an O(dt nu / h^2) error next to the obstacle (test_time_schemes checks this).
+            ru, rv = ru * k.fluid_u, rv * k.fluid_v
+        du = hu(ru[:, su], a)
+        dv = hv(rv[sv], a)
         u, v = state.u, state.v
         if su.start == 0:  # periodic: the last face is the first one
             u = u + k.cat([du, du[:, :1]], 1)

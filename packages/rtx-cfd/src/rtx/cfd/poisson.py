@@ -139,7 +139,10 @@ def cg(apply_a, b, x0=None, precond=None, tol=1e-8, maxiter=500):
     it, rel = 0, float((r * r).sum()) ** 0.5 / bnorm
     while rel > tol and it < maxiter:
         ad = apply_a(d)
-        alpha = rz / (d * ad).sum()
+        dad = (d * ad).sum()
+        if float(dad) == 0.0 or float(rz) == 0.0:  # the preconditioner sees nothing left to reduce
+            break
+        alpha = rz / dad
         x = x + alpha * d
         r = r - alpha * ad
         z = precond(r) if precond is not None else r
