@@ -1,17 +1,29 @@
-"""rtx.feature_store benchmark: historical retrieval vs a pandas merge_asof implementation; online p50/p99.
+"""rtx.feature_store benchmark: historical retrieval vs a pandas merge_asof implementation; online p50/p99
+in-process and through the feature server under wrk (50 connections on loopback).
 
     python tools/bench/feature_store.py                         # the issue's size: 10M events, 1M entity rows
     python tools/bench/feature_store.py --events 1000000 --rows 100000   # scaled down (shared 2-core machine)
     python tools/bench/feature_store.py --redis redis://127.0.0.1:6390/0  # add Redis to the online figures
+    python tools/bench/feature_store.py --skip-historical --server-seconds 10  # online and server figures only
 
 Both offline implementations get the same point-in-time semantics (ttl, created-timestamp ties) and their
-outputs are checked equal before any time is printed."""
+outputs are checked equal before any time is printed. Online figures are wall time per call (what a caller
+waits, including time the OS gave other processes) and the calling thread's CPU time per call (the call's own
+cost, nearly independent of other load); the server's answer is checked against the in-process one before wrk
+runs. The 1-minute load average is printed with each figure."""
 import argparse
 import datetime as dt
+import json
 import os
+import re
 import resource
+import shutil
+import socket
+import subprocess
+import sys
 import tempfile
 import time
+import urllib.request
 
 import numpy as np
 import pyarrow as pa
@@ -19,7 +31,9 @@ import pyarrow.parquet as pq
 
 from rtx.feature_store import Entity, FeatureStore, FeatureView, Field, FileSource, Float64
 
-T0 = np.datetime64("2024-01-01T00:00:00", "us")
+# Events span the 30 days before today (midnight UTC), so online values are fresh (within the 7-day ttl) when the
+# feature server, which reads the real clock, answers.
+T0 = np.datetime64(dt.datetime.now(dt.timezone.utc).date(), "us") - np.timedelta64(30, "D")
 NF = 10
 
 
@@ -58,6 +72,111 @@ def pct(xs, q):
     return float(np.percentile(np.asarray(xs) * 1e3, q))
 
 
+def load():
+    return os.getloadavg()[0]
+
+
+WRK_LUA = """
+local f = assert(io.open("{body}", "rb"))
+wrk.method = "POST"
+wrk.body = f:read("*all")
+f:close()
+wrk.headers["Content-Type"] = "application/json"
+{delay}
+"""
+
+
+def parse_wrk(out):
+    def ms(s):
+        unit = s[-2:] if s[-2:] in ("ms", "us") else s[-1]
+        return float(s[:-len(unit)]) * {"us": 1e-3, "ms": 1.0, "s": 1e3}[unit]
+    res = {"rps": float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1)),
+           "p50": ms(re.search(r"\s50%\s+(\S+)", out).group(1)), "p99": ms(re.search(r"\s99%\s+(\S+)", out).group(1)),
+           "requests": int(re.search(r"(\d+) requests in", out).group(1)), "errors": 0}
+    m = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", out)
+    if m:
+        res["errors"] += sum(int(g) for g in m.groups())
+    m = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
+    if m:
+        res["errors"] += int(m.group(1))
+    return res
+
+
+def proc_cpu(pid):
+    ticks = os.sysconf("SC_CLK_TCK")
+    f = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    return (int(f[11]) + int(f[12])) / ticks
+
+
+def server_figures(repo, spec, body, expected, a, d):
+    """Start `rtx feature-store serve`, check one answer, then wrk: saturated (50 connections, no pause) and
+    paced (each connection waits --pace-ms between requests)."""
+    wrk = shutil.which("wrk")
+    if wrk is None:
+        print("  feature server: wrk not installed (apt-get install wrk): skipped")
+        return
+    with socket.socket() as so:
+        so.bind(("127.0.0.1", 0))
+        port = so.getsockname()[1]
+    cmd = [sys.executable, "-m", "rtx.runtime.cli", "feature-store", "serve", "--repo", repo, "--port", str(port)]
+    server = subprocess.Popen(cmd + (["--online-store", spec] if spec else []))
+    url = f"http://127.0.0.1:{port}/get-online-features"
+    try:
+        for _ in range(300):
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=1)
+                break
+            except OSError:
+                if server.poll() is not None:
+                    raise SystemExit("rtx feature-store serve did not start") from None
+                time.sleep(0.2)
+        body_path = os.path.join(d, "body.json")
+        with open(body_path, "w") as f:
+            json.dump(body, f)
+        req = urllib.request.Request(url, json.dumps(body).encode(), {"Content-Type": "application/json"})
+        got = json.loads(urllib.request.urlopen(req, timeout=30).read())
+        assert got == json.loads(json.dumps(expected)), "the server's answer differs from the in-process one"
+        for label, delay in [("saturated", ""), (f"paced {a.pace_ms} ms", f"function delay() return {a.pace_ms} end")]:
+            lua = os.path.join(d, "post.lua")
+            with open(lua, "w") as f:
+                f.write(WRK_LUA.format(body=body_path, delay=delay))
+            la, c0 = load(), proc_cpu(server.pid)
+            out = subprocess.run([wrk, "-t2", f"-c{a.connections}", f"-d{a.server_seconds}s", "--latency", "-s", lua,
+                                  url], capture_output=True, text=True, check=True).stdout
+            r = parse_wrk(out)
+            cpu = (proc_cpu(server.pid) - c0) / max(r["requests"], 1) * 1e3
+            print(f"  server {label}, {a.connections} connections, {a.server_seconds} s: {r['rps']:.0f} req/s, "
+                  f"p50 {r['p50']:.2f} ms, p99 {r['p99']:.2f} ms, {r['errors']} errors, server CPU "
+                  f"{cpu:.2f} ms/request (load {la:.1f})")
+    finally:
+        server.send_signal(2)
+        try:
+            server.wait(10)
+        except subprocess.TimeoutExpired:
+            server.kill()
+
+
+def historical(store, entity, refs, d, a, ttl):
+    la = load()
+    m0 = peak_mb()
+    t = time.perf_counter()
+    got = store.get_historical_features(entity, refs).to_arrow()
+    t_rtx = time.perf_counter() - t
+    m_rtx = peak_mb()
+    print(f"historical, {a.rows:,} entity rows x {NF} features over {a.events:,} events:")
+    print(f"  rtx.feature_store (DuckDB): {t_rtx:7.2f} s   peak RSS {m_rtx:,.0f} MB (before: {m0:,.0f} MB)")
+    if not a.skip_pandas:
+        t = time.perf_counter()
+        ref = pandas_pit(d, entity, ttl)
+        t_pd = time.perf_counter() - t
+        for i in range(NF):
+            np.testing.assert_array_equal(got.column(f"f{i}").to_numpy(zero_copy_only=False),
+                                          ref[f"f{i}"].to_numpy())
+        print(f"  pandas merge_asof:          {t_pd:7.2f} s   peak RSS {peak_mb():,.0f} MB   "
+              f"(same values; rtx is {t_pd / t_rtx:.1f}x faster)")
+    print(f"  (load {la:.1f} at the start)")
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--events", type=int, default=10_000_000)
@@ -66,6 +185,10 @@ def main():
     p.add_argument("--online-requests", type=int, default=500)
     p.add_argument("--redis", default=None, help="redis:// URL of a running server")
     p.add_argument("--skip-pandas", action="store_true")
+    p.add_argument("--skip-historical", action="store_true")
+    p.add_argument("--server-seconds", type=int, default=10, help="wrk duration per run (0: no server figures)")
+    p.add_argument("--connections", type=int, default=50)
+    p.add_argument("--pace-ms", type=int, default=500, help="pause per connection in the paced wrk run")
     a = p.parse_args()
     ttl = 7 * 86400
     with tempfile.TemporaryDirectory() as d:
@@ -76,37 +199,31 @@ def main():
         store = FeatureStore(os.path.join(d, "repo"))
         store.apply([ent, fv])
         refs = [f"stats:f{i}" for i in range(NF)]
-        m0 = peak_mb()
-        t = time.perf_counter()
-        got = store.get_historical_features(entity, refs).to_arrow()
-        t_rtx = time.perf_counter() - t
-        m_rtx = peak_mb()
-        print(f"historical, {a.rows:,} entity rows x {NF} features over {a.events:,} events:")
-        print(f"  rtx.feature_store (DuckDB): {t_rtx:7.2f} s   peak RSS {m_rtx:,.0f} MB (before: {m0:,.0f} MB)")
-        if not a.skip_pandas:
-            t = time.perf_counter()
-            ref = pandas_pit(d, entity, ttl)
-            t_pd = time.perf_counter() - t
-            for i in range(NF):
-                np.testing.assert_array_equal(got.column(f"f{i}").to_numpy(zero_copy_only=False),
-                                              ref[f"f{i}"].to_numpy())
-            print(f"  pandas merge_asof:          {t_pd:7.2f} s   peak RSS {peak_mb():,.0f} MB   "
-                  f"(same values; rtx is {t_pd / t_rtx:.1f}x faster)")
+        if not a.skip_historical:
+            historical(store, entity, refs, d, a, ttl)
         specs = [("sqlite", None)] + ([("redis", a.redis)] if a.redis else [])
         r = np.random.default_rng(1)
         for name, spec in specs:
             s = FeatureStore(os.path.join(d, "repo"), online_store=spec)
             t = time.perf_counter()
-            s.materialize(dt.datetime(2023, 12, 1), dt.datetime(2024, 3, 1))
+            start = T0.astype(dt.datetime)
+            s.materialize(start - dt.timedelta(days=1), start + dt.timedelta(days=31))
             t_mat = time.perf_counter() - t
-            lat = []
+            lat, cpu, la = [], [], load()
             for _ in range(a.online_requests):
                 rows = {"driver_id": r.integers(0, a.keys, 100).tolist()}
-                t = time.perf_counter()
-                s.get_online_features(refs, rows, now=dt.datetime(2024, 1, 31))
+                t, c = time.perf_counter(), time.thread_time()
+                s.get_online_features(refs, rows)
                 lat.append(time.perf_counter() - t)
+                cpu.append(time.thread_time() - c)
             print(f"online {name}: materialize {t_mat:.2f} s; 100 entities x {NF} features in-process: "
-                  f"p50 {pct(lat, 50):.2f} ms, p99 {pct(lat, 99):.2f} ms")
+                  f"wall p50 {pct(lat, 50):.2f} ms, p99 {pct(lat, 99):.2f} ms; CPU p50 {pct(cpu, 50):.2f} ms, "
+                  f"p99 {pct(cpu, 99):.2f} ms (load {la:.1f})")
+            if a.server_seconds:
+                body = {"features": refs, "entities": {"driver_id": r.integers(0, a.keys, 100).tolist()}}
+                # the server reads the clock itself: compare against an in-process answer at the same moment
+                expected = s.get_online_features(refs, body["entities"]).to_feast_json()
+                server_figures(os.path.join(d, "repo"), spec, body, expected, a, d)
 
 
 if __name__ == "__main__":

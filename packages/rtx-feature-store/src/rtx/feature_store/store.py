@@ -114,15 +114,25 @@ class OnlineResponse:
     def to_feast_json(self):
         """Feast's feature-server response: metadata.feature_names and one result (values, statuses,
         event_timestamps) per column, join keys first."""
+        cache = {}  # the views' features share their rows' timestamps: format each distinct one once
+
         def iso(t):
-            return (EPOCH + dt.timedelta(seconds=t)).isoformat() + "Z" if t is not None else "1970-01-01T00:00:00Z"
+            s = cache.get(t)
+            if s is None:
+                s = cache[t] = ((EPOCH + dt.timedelta(seconds=t)).isoformat() + "Z" if t is not None
+                                else "1970-01-01T00:00:00Z")
+            return s
         names = list(self.keys) + self.names
         results = []
         for v in self.keys.values():
             results.append({"values": list(v), "statuses": [PRESENT] * len(v), "event_timestamps": [iso(0)] * len(v)})
+        formatted = {}  # a view's features share one timestamps list: format it once
         for n in self.names:
+            ts = self.timestamps[n]
+            if id(ts) not in formatted:
+                formatted[id(ts)] = [iso(t) for t in ts]
             results.append({"values": self.values[n], "statuses": self.statuses[n],
-                            "event_timestamps": [iso(t) for t in self.timestamps[n]]})
+                            "event_timestamps": formatted[id(ts)]})
         return {"metadata": {"feature_names": names}, "results": results}
 
 
@@ -458,12 +468,13 @@ class FeatureStore:
 
         def fetch(view):
             if view.name not in fetched:
-                keys = []
+                keys, jk = [], view.join_keys
+                types = [key_types.get(k) for k in jk]
                 for r in entity_rows:
-                    missing = [k for k in view.join_keys if k not in r]
+                    missing = [k for k in jk if k not in r]
                     if missing:
                         raise ValueError(f"entity row {r} lacks join key(s) {missing} of feature view {view.name!r}")
-                    keys.append(entity_key([_coerce_key(r[k], key_types.get(k), k) for k in view.join_keys]))
+                    keys.append(entity_key([_coerce_key(r[k], t, k) for k, t in zip(jk, types)]))
                 fetched[view.name] = self.online.read(view.name, keys)
             return fetched[view.name]
 
@@ -483,7 +494,7 @@ class FeatureStore:
                 vs = [None if d is None else d.get(f) for d in docs]
                 values[name] = vs
                 statuses[name] = [b or (NULL_VALUE if x is None else PRESENT) for b, x in zip(base, vs)]
-                stamps[name] = list(ts)
+                stamps[name] = ts  # one list per view, shared by its features (to_dict copies)
 
         for view, fs in groups:
             if isinstance(view, OnDemandFeatureView):
