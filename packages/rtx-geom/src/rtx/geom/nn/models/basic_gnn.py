@@ -1,5 +1,6 @@
 """GCN, GraphSAGE, GIN, GAT: stacks of one convolution with activation, norm and dropout between
 (PyG's torch_geometric.nn.models.basic_gnn; same arguments and state_dict keys)."""
+import rtx
 import rtx.nn as nn
 import rtx.nn.functional as F
 
@@ -14,29 +15,37 @@ class BasicGNN(nn.Module):
     def __init__(self, in_channels, hidden_channels, num_layers, out_channels=None, dropout=0.0, act="relu",
                  act_first=False, act_kwargs=None, norm=None, norm_kwargs=None, jk=None, **kwargs):
         super().__init__()
-        if jk is not None:
-            raise NotImplementedError("rtx.geom models support jk=None only (jumping knowledge is not built yet)")
+        if jk not in (None, "last", "cat", "max"):
+            raise NotImplementedError(f"rtx.geom models support jk=None, 'last', 'cat' or 'max', got {jk!r} "
+                                      f"('lstm' jumping knowledge is not built yet)")
         self.in_channels, self.hidden_channels, self.num_layers = in_channels, hidden_channels, num_layers
         self.dropout_p, self.act, self.act_first, self.norm, self.norm_kwargs = dropout, activation(act), act_first, \
             norm, norm_kwargs
+        self.jk_mode = jk
         self.out_channels = out_channels if out_channels is not None else hidden_channels
         self.convs = nn.ModuleList()
-        dims = [in_channels] + [hidden_channels] * (num_layers - 1) + [self.out_channels]
+        # With jumping knowledge every conv outputs hidden_channels and a final Linear maps to out_channels (PyG).
+        to_out = out_channels is not None and jk is None
+        dims = [in_channels] + [hidden_channels] * (num_layers - 1) + [self.out_channels if to_out else hidden_channels]
         for k in range(num_layers):
-            self._is_conv_to_out = k == num_layers - 1 and out_channels is not None
+            self._is_conv_to_out = k == num_layers - 1 and to_out
             self.convs.append(self.init_conv(dims[k], dims[k + 1], **kwargs))
+        # one norm after every conv but the last; after the last too when jk is set (PyG's layout and keys)
         self.norms = nn.ModuleList([normalization(norm, hidden_channels, norm_kwargs)
-                                    for _ in range(num_layers - 1)])
+                                    for _ in range(num_layers - 1 + (jk is not None))])
+        if jk is not None:
+            self.lin = nn.Linear(num_layers * hidden_channels if jk == "cat" else hidden_channels, self.out_channels)
 
     def init_conv(self, in_channels, out_channels, **kwargs):
         raise NotImplementedError
 
     def reset_parameters(self):
-        for m in list(self.convs) + list(self.norms):
+        for m in list(self.convs) + list(self.norms) + ([self.lin] if self.jk_mode is not None else []):
             if hasattr(m, "reset_parameters"):
                 m.reset_parameters()
 
     def forward(self, x, edge_index, edge_weight=None, edge_attr=None, batch=None, batch_size=None):
+        xs = []
         for k, conv in enumerate(self.convs):
             kw = {}
             if self.supports_edge_weight and edge_weight is not None:
@@ -44,14 +53,19 @@ class BasicGNN(nn.Module):
             if self.supports_edge_attr and edge_attr is not None:
                 kw["edge_attr"] = edge_attr
             x = conv(x, edge_index, **kw)
-            if k < self.num_layers - 1:
+            if k < self.num_layers - 1 or self.jk_mode is not None:
                 if self.act is not None and self.act_first:
                     x = self.act(x)
                 x = self.norms[k](x)
                 if self.act is not None and not self.act_first:
                     x = self.act(x)
                 x = F.dropout(x, p=self.dropout_p, training=self.training)
-        return x
+                xs.append(x)
+        if self.jk_mode == "cat":
+            x = rtx.cat(xs, -1)
+        elif self.jk_mode == "max":
+            x = rtx.stack(xs, -1).amax(-1)
+        return self.lin(x) if self.jk_mode is not None else x
 
     def __repr__(self):
         return f"{type(self).__name__}({self.in_channels}, {self.out_channels}, num_layers={self.num_layers})"
