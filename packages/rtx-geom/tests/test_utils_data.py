@@ -179,6 +179,10 @@ def test_neighbor_sampler_counts_ids_and_uniformity(replace):
         assert indeg[b.batch_size + len(hop1):].sum() == 0
         if not replace:
             assert len(np.unique(eid)) == len(eid)
+    # repeated input nodes keep their slots: the first batch_size rows are the inputs in order
+    b = next(iter(NeighborLoader(data, [k1], input_nodes=t(np.array([7, 3, 7, 9])), batch_size=4, seed=0)))
+    assert b.batch_size == 4 and b.n_id.numpy()[:4].tolist() == [7, 3, 7, 9]
+    np.testing.assert_array_equal(b.x.numpy()[:4, 0], [7, 3, 7, 9])
     # every in-edge of a node is equally likely: node v with deg 8 sampled k=3 many times
     v = int(np.argmax(deg == 8))
     loader = NeighborLoader(data, [3], input_nodes=t(np.full(2000, v)), batch_size=1, replace=replace, seed=0)

@@ -67,12 +67,14 @@ class _Sampler:
     def sample(self, seeds):
         """(node ids with seeds first, sampled edges as local [2, e] (source, target), their global edge ids)."""
         seeds = np.asarray(seeds, dtype=np.int64)
+        # The seeds fill the first len(seeds) slots as given, so row k is input k even when a node repeats
+        # (as torch-sparse's sampler does); a repeated node's edges attach to its first slot.
         first = np.sort(np.unique(seeds, return_index=True)[1])
-        n_id = [seeds[first]]
+        n_id = [seeds]
         local = self._local
-        local[n_id[0]] = np.arange(len(first))
-        size = len(first)
-        frontier = n_id[0]
+        local[seeds[first]] = first
+        size = len(seeds)
+        frontier = seeds[first]
         rows, cols, eids = [], [], []
         try:
             for k in self.num_neighbors:
