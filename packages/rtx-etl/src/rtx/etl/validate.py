@@ -176,7 +176,8 @@ def check(table: pa.Table, schema: Schema) -> tuple[pa.Table, pa.Table]:
             m = ~_np(pc.fill_null(pc.match_substring_regex(vals.cast(pa.string()), c.regex), True))
             problems.append((m, vals, f"{name}: ", f" does not match {c.regex!r}"))
         if c.allowed is not None:
-            m = ~_np(pc.fill_null(pc.is_in(vals, pa.array(c.allowed).cast(vals.type)), True))
+            # a null passes (nullable= decides); is_in says False for it
+            m = ~_np(pc.fill_null(pc.is_in(vals, pa.array(c.allowed).cast(vals.type)), True)) & _np(pc.is_valid(vals))
             problems.append((m, vals, f"{name}: ", f" not in {c.allowed!r}"))
     bad = np.zeros(n, bool)
     for m, *_ in problems:
