@@ -12,6 +12,7 @@ from optuna.trial import TrialState
 
 from rtx.auto import parse_space, tune
 from rtx.auto.callbacks import PruningCallback
+from rtx.auto.search import make_storage
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 HERE = Path(__file__).resolve().parent
@@ -133,3 +134,23 @@ def test_killed_workers_trial_is_failed_and_retried(tmp_path):
     assert len(done) == 3
     retried = [t for t in done if optuna.storages.RetryFailedTrialCallback.retried_trial_number(t) == 0]
     assert len(retried) == 1 and retried[0].params == study.trials[0].params
+
+
+def test_trial_of_a_worker_killed_before_its_first_heartbeat_is_failed_and_retried(tmp_path):
+    # A worker that dies between creating its trial and its heartbeat thread's first beat leaves a RUNNING trial
+    # with no heartbeat, which Optuna's own stale check never fails. study.ask() creates exactly such a trial (it
+    # starts no heartbeat thread); dropping it is what a SIGKILL at that instant leaves in the database.
+    storage = f"sqlite:///{tmp_path / 'study.db'}"
+    study = optuna.create_study(study_name="s", storage=make_storage(storage, retries=1, heartbeat_interval=1,
+                                                                     grace_period=2))
+    orphan = study.ask({"x": optuna.distributions.FloatDistribution(-5, 5)})
+    t0 = time.monotonic()
+    tune(lambda trial: (trial["x"] - 1.0) ** 2, {"x": ("uniform", -5, 5)}, n_trials=3, timeout=30, storage=storage,
+         study_name="s", seed=0, retries=1, heartbeat_interval=1, grace_period=2)
+    assert time.monotonic() - t0 < 30     # it did not wait for the orphan until the timeout
+    study = optuna.load_study(study_name="s", storage=storage)
+    assert study.trials[orphan.number].state == TrialState.FAIL      # failed, not left RUNNING
+    done = [t for t in study.trials if t.state == TrialState.COMPLETE]
+    assert len(done) == 3
+    retried = [t for t in done if optuna.storages.RetryFailedTrialCallback.retried_trial_number(t) == orphan.number]
+    assert len(retried) == 1 and retried[0].params == study.trials[orphan.number].params

@@ -102,3 +102,34 @@ def test_lookup_sees_a_rewritten_file(cache):
     assert tuning.lookup("sdpa", (2, 64), "float32") == {"block": 64}
     tuning.store("sdpa", (2, 64), "float32", "cpu", {"block": 128})
     assert tuning.lookup("sdpa", (2, 64), "float32") == {"block": 128}
+
+
+def test_forced_overrides_the_file_in_this_thread_only(cache):
+    import threading
+    tuning.store("conv2d", (8,), "float32", "cpu", {"chunk_bytes": 1})
+    with tuning.forced("conv2d", {"chunk_bytes": 2}):
+        assert tuning.lookup("conv2d", (1, 2, 3), "float64") == {"chunk_bytes": 2}   # any shape
+        assert tuning.lookup("linear", (8,), "float32") is None
+        other = []
+        t = threading.Thread(target=lambda: other.append(tuning.lookup("conv2d", (8,), "float32")))
+        t.start()
+        t.join()
+        assert other == [{"chunk_bytes": 1}]                   # another thread still reads the file
+        with tuning.forced("conv2d", None):
+            assert tuning.lookup("conv2d", (8,), "float32") is None   # the kernel's default
+    with tuning.forced(None, None):
+        assert tuning.lookup("conv2d", (8,), "float32") is None        # every op on its default
+    assert tuning.lookup("conv2d", (8,), "float32") == {"chunk_bytes": 1}
+    with pytest.raises(ValueError, match="op name"):
+        with tuning.forced(None, {"a": 1}):
+            pass
+
+
+def test_record_collects_the_keys_asked_for(cache):
+    with tuning.record() as asked:
+        tuning.lookup("conv2d", (8, 3), np.float32, "cpu")
+        with tuning.forced("sdpa", {"block": 1}):
+            tuning.lookup("sdpa", (2, 64), "float64")
+    assert asked == [("conv2d", (8, 3), "float32", "cpu"), ("sdpa", (2, 64), "float64", "cpu")]
+    tuning.lookup("conv2d", (8,), "float32")
+    assert len(asked) == 2                                      # nothing after the block

@@ -6,7 +6,8 @@ talk to the pruner. Studies live in Optuna's storage: in memory by default, or a
 (`sqlite:///study.db` locally, a PostgreSQL/MySQL URL on a cluster) that any number of worker
 processes (`rtx auto worker`) share. With an RDB storage every worker sends heartbeats: a
 worker that dies leaves its running trial to be marked FAIL by the next worker that looks
-(Optuna's stale-trial check), and re-queued when `retries` > 0 - never lost, never run twice.
+(Optuna's stale-trial check, extended to a trial that died before its first heartbeat), and
+re-queued when `retries` > 0 - never lost, never run twice.
 `n_trials` counts finished trials across all workers (complete or pruned): a worker takes a
 new trial only while fewer than n_trials are finished or running.
 """
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import time
 import tomllib
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import optuna
@@ -130,14 +132,40 @@ def make_storage(storage, retries=0, heartbeat_interval=2, grace_period=6):
         try:
             with warnings.catch_warnings():   # heartbeats are "experimental" in Optuna 5: we rely on them
                 warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-                return optuna.storages.RDBStorage(storage, heartbeat_interval=heartbeat_interval,
-                                                  grace_period=grace_period, failed_trial_callback=callback)
+                return _HeartbeatStorage(storage, heartbeat_interval=heartbeat_interval,
+                                         grace_period=grace_period, failed_trial_callback=callback)
         except sqlalchemy.exc.SQLAlchemyError:
             # workers started together race to create the schema of a new database: the loser
             # sees a unique-constraint or lock error; by the next try the schema exists
             if attempt == 5:
                 raise
             time.sleep(0.2 * (attempt + 1))
+
+
+class _HeartbeatStorage(optuna.storages.RDBStorage):
+    """Optuna's RDBStorage, whose stale-trial check also counts a RUNNING trial that never sent a
+    heartbeat and started more than grace_period ago. Optuna skips those: a worker killed between
+    creating its trial and the heartbeat thread's first beat left the trial RUNNING for ever, and a
+    study waiting for n_trials never finished. A live worker beats as soon as its trial starts, so
+    grace_period without any beat means the worker is gone. The age is read against this machine's
+    clock (Optuna stamps datetime_start with the creating worker's): keep worker clocks in step."""
+
+    def _get_stale_trial_ids(self, study_id: int) -> list[int]:
+        stale = super()._get_stale_trial_ids(study_id)
+        from optuna.storages._rdb import models  # the heartbeat table has no public query
+        grace = timedelta(seconds=self.grace_period if self.grace_period is not None else 2 * self.heartbeat_interval)
+        session = self.scoped_session()
+        try:
+            beating = {tid for (tid,) in session.query(models.TrialHeartbeatModel.trial_id)
+                       .join(models.TrialModel).filter(models.TrialModel.study_id == study_id)}
+        finally:
+            self.scoped_session.remove()
+        now = datetime.now()
+        for t in self.get_all_trials(study_id, deepcopy=False, states=(TrialState.RUNNING,)):
+            if t._trial_id not in beating and t._trial_id not in stale and t.datetime_start is not None \
+                    and now - t.datetime_start > grace:
+                stale.append(t._trial_id)
+        return stale
 
 
 class Trial:
@@ -200,7 +228,9 @@ def tune(objective, space=None, n_trials=None, timeout=None, sampler="tpe", prun
             break
         if shared:   # trials of dead workers: FAIL (and re-queued when retries > 0)
             optuna.storages.fail_stale_trials(study)
-        if n_trials is not None and n_trials - len(study.get_trials(deepcopy=False, states=_COUNTED)) <= 0:
+        waiting = study.get_trials(deepcopy=False, states=(TrialState.WAITING,))   # e.g. a dead worker's, re-queued
+        if n_trials is not None and n_trials - len(study.get_trials(deepcopy=False, states=_COUNTED)) <= 0 \
+                and not waiting:
             if shared and study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
                 time.sleep(0.5)   # another worker's trial may yet die and come back: stay until done
                 continue

@@ -1,4 +1,4 @@
-"""`rtx automeasure report`: the tuning cache as a table. (`tune` and `bench` are not written yet.)"""
+"""`rtx automeasure tune` (tune.py), `report` (the tuning cache as a table), `bench` (bench.py)."""
 from __future__ import annotations
 
 import sys
@@ -26,8 +26,12 @@ def automeasure_command(argv):
     """tune rtx's kernels for this machine, show the tuning cache, run the benchmark suite"""
     if argv and argv[0] == "report":
         return report(argv[1:])
-    if argv and argv[0] in ("tune", "bench"):
-        print(f"rtx automeasure {argv[0]}: not available in this version (only `report` is)", file=sys.stderr)
-        return 2
-    print("usage: rtx automeasure report", file=sys.stderr if argv[:1] not in (["-h"], ["--help"]) else sys.stdout)
-    return 0 if argv[:1] in (["-h"], ["--help"]) else 2
+    if argv and argv[0] == "tune":
+        from rtx.automeasure.tune import main
+        return main(argv[1:])
+    if argv and argv[0] == "bench":
+        from rtx.automeasure.bench import main
+        return main(argv[1:])
+    asked = argv[:1] in (["-h"], ["--help"])
+    print("usage: rtx automeasure {tune,report,bench} [-h]", file=sys.stdout if asked else sys.stderr)
+    return 0 if asked else 2

@@ -37,6 +37,7 @@ import numpy as np
 
 from rtx.flash_attn import _dropout
 from rtx.runtime import threads as _threads
+from rtx.runtime import tuning as _tuning
 
 # Scores per tile, over all (batch, head) pairs: big enough that NumPy's per-call overhead
 # vanishes behind the matmuls, small enough to stay near the caches (measured: see README).
@@ -62,6 +63,17 @@ def block_sizes(heads: int, L: int, S: int, block_q=None, block_k=None) -> tuple
     return int(block_q), int(block_k)
 
 
+def tuned_blocks(heads: int, L: int, S: int, D: int, dtype):
+    """(block_q, block_k) that `rtx automeasure tune` measured fastest for this problem size on
+    this machine (rtx.runtime.tuning, op "flash_attn", shape (heads, L, S, D)), or (None, None):
+    block_sizes' rule then decides."""
+    cfg = _tuning.lookup("flash_attn", (heads, L, S, D), dtype, "cpu")
+    bq, bk = (cfg.get("block_q"), cfg.get("block_k")) if cfg else (None, None)
+    if isinstance(bq, int) and isinstance(bk, int) and bq > 0 and bk > 0:
+        return bq, bk
+    return None, None
+
+
 def _pow2_at_least(n: int) -> int:
     return 1 << max(int(n) - 1, 0).bit_length()
 
@@ -85,6 +97,8 @@ class _Problem:
         self.left, self.right = (int(w) for w in window)
         self.offset = int(offset)
         self.p, self.seed = float(dropout_p), int(seed)
+        if block_q is None and block_k is None and isinstance(q, np.ndarray):
+            block_q, block_k = tuned_blocks(math.prod(batch) * Hq, L, S, D, q.dtype)
         self.bq, self.bk = block_sizes(math.prod(batch) * Hq, L, S, block_q, block_k)
         self.qg = q.reshape(*batch, Hk, self.G, L, D)
         self.k = k.astype(self.wd, copy=False)

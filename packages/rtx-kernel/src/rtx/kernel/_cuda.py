@@ -12,6 +12,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from rtx.runtime import tuning as _tuning
 from rtx.runtime.devices import cupy
 
 
@@ -153,5 +154,14 @@ def row_threads(n: int) -> int:
 
 def launch_rows(kernel, rows: int, n: int, *args) -> None:
     """One block per row. `args` are arrays and Python numbers; the row length n is passed last
-    as a 64-bit integer."""
-    kernel((rows,), (row_threads(n),), (*args, np.int64(n)))
+    as a 64-bit integer. The threads per block are row_threads(n) unless `rtx automeasure tune`
+    measured another count faster for this kernel, shape and GPU (rtx.runtime.tuning, op
+    "cuda_rows.<kernel name>", shape (rows, n): {"threads": a multiple of 32 up to 1024})."""
+    threads = row_threads(n)
+    x = args[0]
+    cfg = _tuning.lookup(f"cuda_rows.{getattr(kernel, 'name', 'kernel')}", (rows, n), getattr(x, "dtype", None),
+                         f"cuda:{getattr(getattr(x, 'device', None), 'id', 0)}")
+    if cfg:   # the reductions need whole warps: anything else keeps the default
+        t = cfg.get("threads")
+        threads = t if isinstance(t, int) and 32 <= t <= 1024 and t % 32 == 0 else threads
+    kernel((rows,), (threads,), (*args, np.int64(n)))

@@ -12,9 +12,19 @@ file is ignored with a warning (the kernels then use their defaults); writes rep
 in one step (a temporary file renamed over it), so a reader never sees half a file.
 
     lookup("conv2d", (8, 64, 32, 32), "float32")   # -> {"chunk_bytes": ..., ...} or None
+
+The kernels that read it (each falls back to its built-in default when lookup returns None, so
+without a cache file they behave exactly as before): rtx-nn's convolutions ("conv1d|2d|3d":
+chunk_bytes, workers), rtx-nn's small-GEMM policy of Linear ("gemm_small": single_threaded),
+rtx-flash-attn's CPU tiles ("flash_attn": block_q, block_k), rtx-kernel's one-block-per-row CUDA
+kernels ("cuda_rows.<kernel>": threads). The tuner (`rtx automeasure tune`) measures candidates
+under `forced(op, config)` and finds the keys a workload asks for with `record()`.
 """
 from __future__ import annotations
 
+import contextlib
+import contextvars
+import functools
 import hashlib
 import json
 import os
@@ -22,14 +32,19 @@ import platform
 import secrets
 import sys
 import threading
+import time
 import warnings
 from pathlib import Path
 
-__all__ = ["cache_path", "clear_memo", "entries", "lookup", "machine_fingerprint", "make_key",
-           "shape_bucket", "store"]
+__all__ = ["cache_path", "clear_memo", "entries", "forced", "lookup", "machine_fingerprint", "make_key",
+           "record", "shape_bucket", "store"]
 
 FORMAT = 1
-_memo = {"path": None, "stamp": None, "data": None}
+_memo = {"path": None, "stamp": None, "data": None, "checked": 0.0}
+# lookup() re-checks the file (its path from the environment, its stamp) at most this often: kernels
+# call it on every call, and a stat plus building the path cost 10-70 us (measured), as much as a
+# small convolution. store() and clear_memo() make the next lookup re-read at once.
+_RECHECK_S = 1.0
 _memo_lock = threading.Lock()
 
 
@@ -108,15 +123,21 @@ def shape_bucket(shape) -> str:
 def _device_name(device) -> str:
     name = str(getattr(device, "type", device) if not isinstance(device, str) else device)
     if name.startswith("cuda"):
-        from rtx.runtime import cuda
         index = getattr(device, "index", None)
         if index is None and ":" in name:
             index = int(name.split(":")[1])
-        try:
-            return "cuda:" + cuda.get_device_name(index or 0)
-        except Exception:
-            return name
+        return _cuda_name(index or 0, name)
     return name
+
+
+@functools.lru_cache(maxsize=None)
+def _cuda_name(index, fallback):
+    """"cuda:<GPU model>", asked once per device (CUDA kernels look keys up on every launch)."""
+    from rtx.runtime import cuda
+    try:
+        return "cuda:" + cuda.get_device_name(index)
+    except Exception:
+        return fallback
 
 
 def _dtype_name(dtype) -> str:
@@ -167,14 +188,83 @@ def _read(path: Path) -> dict:
 def clear_memo() -> None:
     """Forget the in-memory copy (the next lookup re-reads the file)."""
     with _memo_lock:
-        _memo.update(path=None, stamp=None, data=None)
+        _memo.update(path=None, stamp=None, data=None, checked=0.0)
+
+
+def _entries_for_lookup() -> dict:
+    """The file's entries as _read gives them, re-validated (its path from the environment, its
+    stamp) at most every _RECHECK_S seconds."""
+    now = time.monotonic()
+    data = _memo["data"]
+    if data is not None and now - _memo["checked"] < _RECHECK_S:
+        return data
+    data = _read(cache_path())
+    with _memo_lock:
+        _memo["checked"] = now
+    return data
+
+
+@functools.lru_cache(maxsize=4096)
+def _key(op, shape, dtype, device):
+    return make_key(op, shape, dtype, device)
+
+
+# What this thread's kernels are told instead of the file (the tuner's candidates), and who is
+# listening for the keys they ask for. Context variables: a new thread starts with neither.
+_forced = contextvars.ContextVar("rtx_tuning_forced", default=None)
+_recorders = contextvars.ContextVar("rtx_tuning_recorders", default=())
 
 
 def lookup(op: str, shape=(), dtype=None, device="cpu"):
     """The tuned configuration (a dict) for this op, shape bucket, dtype and device on this
-    machine, or None: then the caller uses its default. Never raises on a bad file."""
-    entry = _read(cache_path()).get(make_key(op, shape, dtype, device))
+    machine, or None: then the caller uses its default. Never raises on a bad file. Inside
+    `forced(op, config)` the forced config (None: the default) comes back whatever the shape."""
+    for rec in _recorders.get():
+        rec.append((op, tuple(int(d) for d in shape), _dtype_name(dtype), str(device)))
+    f = _forced.get()
+    if f is not None and op in f:
+        return None if f[op] is None else dict(f[op])
+    if f is not None and "*" in f:   # forced(None, None): every op on its default
+        return None
+    data = _entries_for_lookup()
+    if not data:   # no cache file: nothing more to compute
+        return None
+    try:
+        key = _key(op, tuple(shape), dtype, device)
+    except TypeError:   # an unhashable dtype or device description
+        key = make_key(op, shape, dtype, device)
+    entry = data.get(key)
     return dict(entry["config"]) if entry else None
+
+
+@contextlib.contextmanager
+def forced(op, config):
+    """Within the block (this thread only), lookup(op, ...) returns `config` for every shape, or
+    None (the kernel's default) when config is None; op=None, config=None ignores the cache for
+    every op. How the tuner times a candidate, and how it times the defaults."""
+    if config is not None and not isinstance(config, dict):
+        raise TypeError(f"forced expects config as a dict or None, got {type(config).__name__}")
+    if op is None and config is not None:
+        raise ValueError("forced(None, config): a config needs an op name; forced(None, None) means all defaults")
+    table = dict(_forced.get() or {})
+    table[op if op is not None else "*"] = config
+    token = _forced.set(table)
+    try:
+        yield
+    finally:
+        _forced.reset(token)
+
+
+@contextlib.contextmanager
+def record():
+    """Within the block (this thread), collect every lookup as (op, shape, dtype name, device):
+    the keys a workload's kernels ask for, which the tuner then stores its choice under."""
+    seen = []
+    token = _recorders.set(_recorders.get() + (seen,))
+    try:
+        yield seen
+    finally:
+        _recorders.reset(token)
 
 
 def entries() -> dict:

@@ -40,6 +40,7 @@ from rtx.kernel import windows as _win
 from rtx.kernel.windows import col2im_add
 from rtx.runtime import dtypes as _dt
 from rtx.runtime import threads as _threads
+from rtx.runtime import tuning as _tuning
 from rtx.runtime.devices import array_module, device_of
 
 __all__ = ["conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d"]
@@ -89,8 +90,26 @@ def _compute_dtype(dt):
     return np.dtype(np.float32) if dt.itemsize < 4 and dt.kind != "c" else dt
 
 
-def _chunk(arr, n, per_sample_bytes):
-    limit = _CHUNK_BYTES.get(device_of(arr).type)
+def _tuned(arr, x_shape, w_shape, stride):
+    """(chunk size limit in bytes or None, workers) for the convolution with input x_shape, weight
+    w_shape and this stride: the CPU defaults (_CHUNK_BYTES, _workers)
+    unless `rtx automeasure tune` measured something faster for this geometry on this machine
+    (rtx.runtime.tuning, op "conv<n>d", shape (N, C, *S, O, *kernel, *stride)). The forward and
+    both backward kernels of one layer ask with the same key; a GPU takes the whole batch."""
+    dev = device_of(arr).type
+    if dev != "cpu":
+        return _CHUNK_BYTES.get(dev), 1
+    limit, workers = _CHUNK_BYTES["cpu"], _workers(arr)
+    cfg = _tuning.lookup(f"conv{len(stride)}d", tuple(x_shape) + (w_shape[0],) + tuple(w_shape[2:]) + tuple(stride),
+                         arr.dtype, "cpu")
+    if cfg:  # a value of the wrong kind (a hand-edited file) keeps the default
+        c, w = cfg.get("chunk_bytes"), cfg.get("workers")
+        limit = c if isinstance(c, int) and c > 0 else limit
+        workers = w if isinstance(w, int) and w > 0 else workers
+    return limit, workers
+
+
+def _chunk(limit, n, per_sample_bytes):
     if limit is None:
         return max(n, 1)
     return max(1, min(n, limit // max(per_sample_bytes, 1)))
@@ -156,12 +175,12 @@ def _workspace(like, size, dtype, slot=0):
     return buf[:nbytes].view(dtype)
 
 
-def _chunks(arr, n, per_sample_bytes, workers=1):
-    """Balanced [n0, n1) batch chunks whose columns stay under the device's chunk size, as many
-    as a multiple of `workers` where the batch allows."""
+def _chunks(limit, n, per_sample_bytes, workers=1):
+    """Balanced [n0, n1) batch chunks whose columns stay under `limit` bytes (None: no limit), as
+    many as a multiple of `workers` where the batch allows."""
     if n == 0:
         return [], 1
-    B = _chunk(arr, n, per_sample_bytes)
+    B = _chunk(limit, n, per_sample_bytes)
     count = -(-n // B)
     count = min(n, -(-count // workers) * workers)
     B = -(-n // count)
@@ -188,13 +207,12 @@ def _run_chunks(arr, chunks, workers, fn):
     return _threads.parallel_map(lambda c: fn(*c), chunks, workers)
 
 
-def _split_weights(arr, workers, g, columns, weight_cols, col_bytes):
+def _split_weights(limit, workers, g, columns, weight_cols, col_bytes):
     """Whether the threads split the weights' rows instead of the batch. With thin columns and
     big weights (late layers: 512x4608 weights against 32 columns, `columns` < `weight_cols`)
     each batch chunk would stream all the weights for a sliver of columns; split by rows, each
     thread reads its share once (measured on 2 threads: 2.5 vs 4.7 ms for that matmul). Needs
     one group and the batch's columns within one chunk."""
-    limit = _CHUNK_BYTES.get(device_of(arr).type)
     return workers > 1 and g == 1 and 0 < columns < weight_cols and limit is not None and col_bytes <= limit
 
 
@@ -258,8 +276,8 @@ def _conv_fwd(x, w, b, geom, out=None):
     w2 = w.reshape(g, O // g, Cg * K)
     result = xp.empty((N, O) + out, dtype=cdt)   # owns its memory (see _convW_fwd), written through y
     y = result.reshape(N, O, L)
-    workers = _workers(x)
-    chunks, B = _chunks(x, N, C * K * L * x.itemsize, workers)
+    limit, workers = _tuned(x, x.shape, w.shape, geom.stride)
+    chunks, B = _chunks(limit, N, C * K * L * x.itemsize, workers)
     bias = None if b is None else b.reshape(O, 1)
 
     def store(n0, n1, Y):
@@ -268,7 +286,7 @@ def _conv_fwd(x, w, b, geom, out=None):
         else:  # the bias rides along with the transposing copy
             xp.add(Y, bias, out=y[n0:n1])
 
-    split = _split_weights(x, workers, g, N * L, Cg * K, C * K * N * L * x.itemsize)
+    split = _split_weights(limit, workers, g, N * L, Cg * K, C * K * N * L * x.itemsize)
     if N > 1 and (split or len(chunks) == 1):   # the whole batch in one set of columns
         cols, inner = _batch_columns(x, kernel, geom, out, cdt)
         cols = cols.reshape(g, Cg * K, N * L)
@@ -327,11 +345,11 @@ def _convT_fwd(y, w, geom, in_shape):
     elif K > 1 and all(s == 1 for s in geom.stride) and _flip_pays(w.size, C * K * N * L):
         x = _convT_flipped(y, w, geom, in_shape)
     else:
-        x = _convT_columns(y, wT, kernel, geom, in_shape, cdt)
+        x = _convT_columns(y, wT, kernel, geom, in_shape, cdt, w.shape)
     return x if cdt == dt else x.astype(dt)
 
 
-def _convT_columns(y, wT, kernel, geom, in_shape, cdt):
+def _convT_columns(y, wT, kernel, geom, in_shape, cdt, w_shape):
     """_convT_fwd's columns way. The whole batch at once where it fits one chunk (or the threads
     split the weights, see _split_weights), with the batch innermost for narrow outputs as in
     _batch_columns (col2im's adds then run width*N numbers at a time, not 2-4); else chunk by
@@ -342,9 +360,9 @@ def _convT_columns(y, wT, kernel, geom, in_shape, cdt):
     out, nd = tuple(y.shape[2:]), len(kernel)
     K, L = _prod(kernel), _prod(out)
     C = g * CgK // K
-    workers = _workers(y)
-    chunks, _ = _chunks(y, N, C * K * L * y.itemsize, workers)
-    split = _split_weights(y, workers, g, N * L, C * K, C * K * N * L * y.itemsize)
+    limit, workers = _tuned(y, (N, C) + tuple(in_shape), w_shape, geom.stride)
+    chunks, _ = _chunks(limit, N, C * K * L * y.itemsize, workers)
+    split = _split_weights(limit, workers, g, N * L, C * K, C * K * N * L * y.itemsize)
     # cols (C, *kernel, B, *out) seen as (C, B, *kernel, *out), to match x[n0:n1] seen as (C, B, ...)
     perm = (0, 1 + nd) + tuple(range(1, 1 + nd)) + tuple(range(2 + nd, 2 + 2 * nd))
     args = (kernel, geom.stride, geom.dilation, out, geom.pads)
@@ -427,8 +445,8 @@ def _convW_fwd(x, y, geom, kernel):
     Cg, K, L = C // g, _prod(kernel), _prod(out)
     # dw^T = cols (Cg*K, B*L) @ y^T (B*L, Og): the long axis is the contraction and the thin Og
     # the output width, which BLAS runs faster than y @ cols^T (measured 26 vs 35 ms).
-    workers = _workers(x)
-    chunks, B = _chunks(x, N, C * K * L * x.itemsize, workers)
+    limit, workers = _tuned(x, x.shape, (O, Cg) + kernel, geom.stride)
+    chunks, B = _chunks(limit, N, C * K * L * x.itemsize, workers)
 
     # When the contraction (B*L) is shorter than the weight's rows (Cg*K), as in late ResNet stages,
     # transposing a (Cg*K, Og) result costs more than the matmul (measured: 4608x512 from 32 columns,
@@ -439,7 +457,7 @@ def _convW_fwd(x, y, geom, kernel):
     gw = xp.empty((O, Cg) + kernel, dtype=cdt)
     gv = gw.reshape(g, O // g, Cg * K)
 
-    split = direct and _split_weights(x, workers, g, N * L, Cg * K, C * K * N * L * x.itemsize)
+    split = direct and _split_weights(limit, workers, g, N * L, Cg * K, C * K * N * L * x.itemsize)
     if N > 1 and (split or len(chunks) == 1):   # the whole batch in one set of columns
         cols, inner = _batch_columns(x, kernel, geom, out, cdt)
         cols = cols.reshape(g, Cg * K, N * L)

@@ -7,6 +7,7 @@ import rtx
 from rtx.extend import Primitive, Tensor
 from rtx.extend import autocast as _autocast
 from rtx.runtime import threads as _threads
+from rtx.runtime import tuning as _tuning
 from rtx.runtime.devices import device_of
 
 __all__ = ["linear", "bilinear"]
@@ -32,6 +33,11 @@ def one_blas_thread(arr, macs):
     # count costs ~15 us: more than a batch-1 Linear itself (measured 9 -> 24 us for 1x64x64).
     if macs < _BLAS_SINGLE_THREADED_BELOW or macs >= _SMALL_GEMM or device_of(arr).type != "cpu" or \
             _threads.cpu_workers() <= 1:
+        return _NO_SWITCH
+    # `rtx automeasure tune` may have measured BLAS's configured threads faster for GEMMs of this
+    # size on this machine (rtx.runtime.tuning, op "gemm_small", shape (macs,)).
+    cfg = _tuning.lookup("gemm_small", (macs,), arr.dtype, "cpu")
+    if cfg and cfg.get("single_threaded") is False:
         return _NO_SWITCH
     return _threads.single_threaded_blas()
 
