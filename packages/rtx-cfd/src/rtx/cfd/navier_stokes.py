@@ -344,8 +344,8 @@ class NavierStokes2D:
         else:
             p = self._masked_solve(rhs, p0)
         P, k = self.ext_p(p), self._kit(p)
-        u = u - dt * k.corr_u * (P[1:-1, 1:] - P[1:-1, :-1]) / g.dx
-        v = v - dt * k.corr_v * (P[1:, 1:-1] - P[:-1, 1:-1]) / g.dy
+        u = u - (dt / g.dx) * k.corr_u * (P[1:-1, 1:] - P[1:-1, :-1])
+        v = v - (dt / g.dy) * k.corr_v * (P[1:, 1:-1] - P[:-1, 1:-1])
         return u, v, p
 
     def _laplacian(self, p, corr_u, corr_v):
