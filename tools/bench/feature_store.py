@@ -92,13 +92,16 @@ def parse_wrk(out):
         return float(s[:-len(unit)]) * {"us": 1e-3, "ms": 1.0, "s": 1e3}[unit]
     res = {"rps": float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1)),
            "p50": ms(re.search(r"\s50%\s+(\S+)", out).group(1)), "p99": ms(re.search(r"\s99%\s+(\S+)", out).group(1)),
-           "requests": int(re.search(r"(\d+) requests in", out).group(1)), "errors": 0}
+           "requests": int(re.search(r"(\d+) requests in", out).group(1)), "errors": "0 errors"}
+    errs = []  # wrk's own words: a timeout is wrk giving up after 2 s, not an error answer
     m = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", out)
     if m:
-        res["errors"] += sum(int(g) for g in m.groups())
+        errs += [f"{n} {w}" for w, n in zip(["connect", "read", "write", "timeout"], m.groups()) if int(n)]
     m = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
     if m:
-        res["errors"] += int(m.group(1))
+        errs.append(f"{m.group(1)} non-2xx")
+    if errs:
+        res["errors"] = "errors: " + ", ".join(errs)
     return res
 
 
@@ -146,7 +149,7 @@ def server_figures(repo, spec, body, expected, a, d):
             r = parse_wrk(out)
             cpu = (proc_cpu(server.pid) - c0) / max(r["requests"], 1) * 1e3
             print(f"  server {label}, {a.connections} connections, {a.server_seconds} s: {r['rps']:.0f} req/s, "
-                  f"p50 {r['p50']:.2f} ms, p99 {r['p99']:.2f} ms, {r['errors']} errors, server CPU "
+                  f"p50 {r['p50']:.2f} ms, p99 {r['p99']:.2f} ms, {r['errors']}, server CPU "
                   f"{cpu:.2f} ms/request (load {la:.1f})")
     finally:
         server.send_signal(2)
