@@ -47,6 +47,7 @@ class _BaseForest(DeviceMixin, BaseEstimator):
             ms = self.max_samples
             n_draw = max(1, round(ms * n)) if isinstance(ms, float) else int(ms)
         template = self._tree_cls(**{k: getattr(self, k) for k in _TREE_PARAMS}, random_state=None)
+        template._check()                  # the tree parameters' errors, as a single tree gives them
 
         def grow(seed):
             rng = np.random.default_rng(seed)

@@ -7,6 +7,7 @@ min_samples_leaf/split), the weight, then per class the weight (classification) 
 """
 from __future__ import annotations
 
+import heapq
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -71,9 +72,72 @@ def _impurity(S, criterion):
     return np.where(W > 0, np.maximum(r, 0), 0.0)
 
 
+def _level_splits(Xb, channels, samples, node_of, level_stats, depth_ok, rng, m, B, min_samples_split,
+                  min_samples_leaf, min_weight_leaf, criterion):
+    """The best split of every node of a level (node_of: each sample's node in level_stats' order): returns
+    can (the node may split), best_gain (weighted impurity decrease, -inf for none), best_j, best_b (split
+    "bin <= b" on feature j) and best_left (the left child's channel sums)."""
+    L, C, p = len(level_stats), channels.shape[1], Xb.shape[1]
+    imp = _impurity(level_stats, criterion)
+    can = (depth_ok & (level_stats[:, 0] >= min_samples_split)
+           & (level_stats[:, 0] >= 2 * min_samples_leaf)
+           & (imp > 1e-7 * np.maximum(level_stats[:, 1], 1)))
+    if m < p:
+        cand = rng.random((L, p)).argsort(1)[:, :m]
+    else:
+        cand = np.broadcast_to(np.arange(p), (L, p))
+    best_j = np.full(L, -1)
+    best_b = np.zeros(L, dtype=np.intp)
+    best_gain = np.full(L, -np.inf)
+    best_left = np.zeros((L, C))
+    keep = can[node_of]
+    s_idx, s_node = samples[keep], node_of[keep]
+    chunk = max(1, HIST_BUDGET // (m * B * C))
+    if L * B > 2 * len(s_idx):
+        # many small nodes: histograms would be mostly empty bins; sort the (node, feature, bin) keys instead
+        _best_sorted(Xb, channels, s_idx, s_node, cand, m, B, level_stats, imp, min_samples_leaf,
+                     min_weight_leaf, criterion, best_gain, best_j, best_b, best_left)
+        chunk = L
+    for lo in range(0, L, chunk):
+        if chunk == L and L * B > 2 * len(s_idx):
+            break
+        hi = min(L, lo + chunk)
+        if not can[lo:hi].any():
+            continue
+        sel = (s_node >= lo) & (s_node < hi) if (lo, hi) != (0, L) else slice(None)
+        si, sn = s_idx[sel], s_node[sel] - lo
+        nl = hi - lo
+        bins = Xb[si[:, None], cand[sn + lo]]                               # (ns, m)
+        key = ((sn[:, None] * m + np.arange(m)) * B + bins).ravel()
+        H = np.empty((nl * m * B, C))
+        for c in range(C):
+            H[:, c] = np.bincount(key, weights=np.repeat(channels[si, c], m), minlength=nl * m * B)
+        H = H.reshape(nl, m, B, C).cumsum(2)                                 # left side of "bin <= b"
+        tot = level_stats[lo:hi][:, None, None, :]
+        R = tot - H
+        ok = ((H[..., 0] >= min_samples_leaf) & (R[..., 0] >= min_samples_leaf)
+              & (H[..., 1] > min_weight_leaf) & (R[..., 1] > min_weight_leaf))
+        gain = imp[lo:hi, None, None] - _impurity(H, criterion) - _impurity(R, criterion)
+        gain = np.where(ok, gain, -np.inf).reshape(nl, m * B)
+        arg = gain.argmax(1)
+        g = gain[np.arange(nl), arg]
+        jj, bb = arg // B, arg % B
+        best_gain[lo:hi] = g
+        best_j[lo:hi] = cand[np.arange(lo, hi), jj]
+        best_b[lo:hi] = bb
+        best_left[lo:hi] = H.reshape(nl, m * B, C)[np.arange(nl), arg]
+    return can, best_gain, best_j, best_b, best_left
+
+
 def build_tree(Xb, edges, channels, *, criterion, max_depth, min_samples_split, min_samples_leaf, max_features,
-               min_impurity_decrease, rng, min_weight_leaf=0.0):
-    """Grow one tree. Xb (n, p) uint8 bins; channels (n, C) float64 (count, weight, stats...)."""
+               min_impurity_decrease, rng, min_weight_leaf=0.0, max_leaf_nodes=None):
+    """Grow one tree. Xb (n, p) uint8 bins; channels (n, C) float64 (count, weight, stats...). With
+    max_leaf_nodes, best-first as scikit-learn (build_tree_best_first)."""
+    if max_leaf_nodes is not None:
+        return build_tree_best_first(
+            Xb, edges, channels, criterion=criterion, max_depth=max_depth, min_samples_split=min_samples_split,
+            min_samples_leaf=min_samples_leaf, max_features=max_features, min_impurity_decrease=min_impurity_decrease,
+            rng=rng, min_weight_leaf=min_weight_leaf, max_leaf_nodes=max_leaf_nodes)
     n, p = Xb.shape
     C = channels.shape[1]
     B = max(len(e) for e in edges) + 1
@@ -96,57 +160,11 @@ def build_tree(Xb, edges, channels, *, criterion, max_depth, min_samples_split, 
     total_imp = _impurity(channels.sum(0)[None, :], criterion)
     importances = np.zeros(p)
     depth = 0
+    W_total = channels[:, 1].sum()
     while len(level_stats) and len(samples):
-        L = len(level_stats)
-        imp = _impurity(level_stats, criterion)
-        can = ((depth < max_depth) & (level_stats[:, 0] >= min_samples_split)
-               & (level_stats[:, 0] >= 2 * min_samples_leaf)
-               & (imp > 1e-7 * np.maximum(level_stats[:, 1], 1)))
-        if m < p:
-            cand = rng.random((L, p)).argsort(1)[:, :m]
-        else:
-            cand = np.broadcast_to(np.arange(p), (L, p))
-        best_j = np.full(L, -1)
-        best_b = np.zeros(L, dtype=np.intp)
-        best_gain = np.full(L, -np.inf)
-        best_left = np.zeros((L, C))
-        keep = can[node_of]
-        s_idx, s_node = samples[keep], node_of[keep]
-        chunk = max(1, HIST_BUDGET // (m * B * C))
-        if L * B > 2 * len(s_idx):
-            # many small nodes: histograms would be mostly empty bins; sort the (node, feature, bin) keys instead
-            _best_sorted(Xb, channels, s_idx, s_node, cand, m, B, level_stats, imp, min_samples_leaf,
-                         min_weight_leaf, criterion, best_gain, best_j, best_b, best_left)
-            chunk = L
-        for lo in range(0, L, chunk):
-            if chunk == L and L * B > 2 * len(s_idx):
-                break
-            hi = min(L, lo + chunk)
-            if not can[lo:hi].any():
-                continue
-            sel = (s_node >= lo) & (s_node < hi) if (lo, hi) != (0, L) else slice(None)
-            si, sn = s_idx[sel], s_node[sel] - lo
-            nl = hi - lo
-            bins = Xb[si[:, None], cand[sn + lo]]                               # (ns, m)
-            key = ((sn[:, None] * m + np.arange(m)) * B + bins).ravel()
-            H = np.empty((nl * m * B, C))
-            for c in range(C):
-                H[:, c] = np.bincount(key, weights=np.repeat(channels[si, c], m), minlength=nl * m * B)
-            H = H.reshape(nl, m, B, C).cumsum(2)                                 # left side of "bin <= b"
-            tot = level_stats[lo:hi][:, None, None, :]
-            R = tot - H
-            ok = ((H[..., 0] >= min_samples_leaf) & (R[..., 0] >= min_samples_leaf)
-                  & (H[..., 1] > min_weight_leaf) & (R[..., 1] > min_weight_leaf))
-            gain = imp[lo:hi, None, None] - _impurity(H, criterion) - _impurity(R, criterion)
-            gain = np.where(ok, gain, -np.inf).reshape(nl, m * B)
-            arg = gain.argmax(1)
-            g = gain[np.arange(nl), arg]
-            jj, bb = arg // B, arg % B
-            best_gain[lo:hi] = g
-            best_j[lo:hi] = cand[np.arange(lo, hi), jj]
-            best_b[lo:hi] = bb
-            best_left[lo:hi] = H.reshape(nl, m * B, C)[np.arange(nl), arg]
-        W_total = channels[:, 1].sum()
+        can, best_gain, best_j, best_b, best_left = _level_splits(
+            Xb, channels, samples, node_of, level_stats, np.full(len(level_stats), depth < max_depth), rng, m, B,
+            min_samples_split, min_samples_leaf, min_weight_leaf, criterion)
         split = can & np.isfinite(best_gain) & (best_gain / W_total >= min_impurity_decrease - 1e-12) & (best_j >= 0)
         sp = np.flatnonzero(split)
         if not len(sp):
@@ -168,7 +186,7 @@ def build_tree(Xb, edges, channels, *, criterion, max_depth, min_samples_split, 
         child_stats[1::2] = level_stats[sp] - best_left[sp]
         stats.append(child_stats)
         # move the samples of split nodes down; the others are done
-        pos = np.full(L, -1)
+        pos = np.full(len(level_stats), -1)
         pos[sp] = np.arange(len(sp))
         k = pos[node_of]
         alive = k >= 0
@@ -184,6 +202,61 @@ def build_tree(Xb, edges, channels, *, criterion, max_depth, min_samples_split, 
                 n_node_samples=S[:, 0].astype(np.intp), weighted_n_node_samples=S[:, 1], max_depth=depth)
     tree.extra["stats"] = S
     tree.extra["importances"] = importances / max(total_imp[0], 1e-300) if total_imp[0] > 0 else importances
+    return tree
+
+
+def build_tree_best_first(Xb, edges, channels, *, criterion, max_depth, min_samples_split, min_samples_leaf,
+                          max_features, min_impurity_decrease, rng, min_weight_leaf, max_leaf_nodes):
+    """scikit-learn's BestFirstTreeBuilder: a node's best split is searched when the node is made; the open
+    node of largest impurity decrease is split next (ties: the older node), until max_leaf_nodes leaves.
+    Node ids are in creation order (a split's children are made left then right), as scikit-learn's."""
+    n, p = Xb.shape
+    B = max(len(e) for e in edges) + 1
+    E = np.full((p, B), np.inf)
+    for f, e in enumerate(edges):
+        E[f, :len(e)] = e
+    max_depth = np.iinfo(np.int32).max if max_depth is None else max_depth
+    m = p if max_features is None else max_features
+    W_total = channels[:, 1].sum()
+    feat, thr, left, right, stats, depth_of, rows_of = [], [], [], [], [], [], []
+    heap = []                       # (-gain, node id, j, b, left sums)
+    importances = np.zeros(p)
+
+    def make(rows_list, stat_list, depth):
+        """Add nodes (their rows, channel sums) at one depth; search their splits; push the splittable ones."""
+        ids = []
+        for rows, st in zip(rows_list, stat_list):
+            ids.append(len(feat))
+            feat.append(-2), thr.append(-2.0), left.append(-1), right.append(-1)
+            stats.append(st), depth_of.append(depth), rows_of.append(rows)
+        samples = np.concatenate(rows_list)
+        node_of = np.repeat(np.arange(len(rows_list)), [len(r) for r in rows_list])
+        can, gain, bj, bb, bl = _level_splits(Xb, channels, samples, node_of, np.array(stat_list),
+                                              np.full(len(rows_list), depth < max_depth), rng, m, B,
+                                              min_samples_split, min_samples_leaf, min_weight_leaf, criterion)
+        for t, node in enumerate(ids):
+            if can[t] and np.isfinite(gain[t]) and gain[t] / W_total >= min_impurity_decrease - 1e-12 and bj[t] >= 0:
+                heapq.heappush(heap, (-gain[t], node, int(bj[t]), int(bb[t]), bl[t]))
+
+    make([np.arange(n)], [channels.sum(0)], 0)
+    n_leaves = 1
+    while heap and n_leaves < max_leaf_nodes:
+        neg_gain, node, j, b, st_left = heapq.heappop(heap)
+        rows = rows_of[node]
+        goes_left = Xb[rows, j] <= b
+        feat[node], thr[node], left[node], right[node] = j, E[j, b], len(feat), len(feat) + 1
+        importances[j] += -neg_gain
+        make([rows[goes_left], rows[~goes_left]], [st_left, stats[node] - st_left], depth_of[node] + 1)
+        rows_of[node] = None
+        n_leaves += 1
+    S = np.array(stats)
+    total_imp = _impurity(S[:1], criterion)[0]
+    tree = Tree(children_left=np.array(left), children_right=np.array(right), feature=np.array(feat),
+                threshold=np.array(thr, dtype=np.float64), value=None,
+                impurity=_impurity(S, criterion) / np.where(S[:, 1] > 0, S[:, 1], 1),
+                n_node_samples=S[:, 0].astype(np.intp), weighted_n_node_samples=S[:, 1], max_depth=max(depth_of))
+    tree.extra["stats"] = S
+    tree.extra["importances"] = importances / total_imp if total_imp > 0 else importances
     return tree
 
 

@@ -42,9 +42,13 @@ class BaseDecisionTree(DeviceMixin, BaseEstimator):
             raise ValueError(f"max_depth must be None or an int >= 1, got {self.max_depth!r}")
         if self.splitter not in ("best",):
             raise ValueError(f"rtx.classical trees support splitter='best', got {self.splitter!r}")
-        if self.max_leaf_nodes is not None or self.ccp_alpha != 0.0:
-            raise ValueError("rtx.classical trees do not implement max_leaf_nodes or ccp_alpha yet: leave them at "
-                             f"None and 0.0 (got {self.max_leaf_nodes!r}, {self.ccp_alpha!r})")
+        mln = self.max_leaf_nodes
+        if mln is not None and (not isinstance(mln, numbers.Integral) or isinstance(mln, bool) or mln < 2):
+            raise ValueError(f"The 'max_leaf_nodes' parameter of {type(self).__name__} must be an int in the range "
+                             f"[2, inf) or None. Got {mln!r} instead.")
+        if self.ccp_alpha != 0.0:
+            raise ValueError(f"rtx.classical trees do not implement ccp_alpha yet: leave it at 0.0 (got "
+                             f"{self.ccp_alpha!r})")
         if not isinstance(self.max_bins, numbers.Integral) or not 2 <= self.max_bins <= 256:
             raise ValueError(f"max_bins must be an int in [2, 256], got {self.max_bins!r}")
 
@@ -70,7 +74,8 @@ class BaseDecisionTree(DeviceMixin, BaseEstimator):
         return build_tree(Xb, edges, channels, criterion=self.criterion, max_depth=self.max_depth,
                           min_samples_split=mss, min_samples_leaf=msl,
                           max_features=resolve_max_features(self.max_features, X.shape[1]),
-                          min_impurity_decrease=self.min_impurity_decrease, rng=rng, min_weight_leaf=min_w)
+                          min_impurity_decrease=self.min_impurity_decrease, rng=rng, min_weight_leaf=min_w,
+                          max_leaf_nodes=self.max_leaf_nodes)
 
     def _finish(self, tree, p):
         self.tree_ = tree
