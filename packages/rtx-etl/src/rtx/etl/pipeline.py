@@ -20,7 +20,6 @@ every row: read = kept + quarantined + filtered, overall and per step.
 """
 from __future__ import annotations
 
-import io
 import os
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -88,10 +87,12 @@ def _csv_partitions(path: str, partition_bytes: int, quote: bytes | None = b'"',
 
 def _read_partition(p, src_step, string_cols) -> pa.Table:
     if p["kind"] == "csv":
+        # header and body in one buffer, read in place (no second copy of the range)
+        data = bytearray(p["header"] + p["end"] - p["start"])
         with open(p["path"], "rb") as f:
-            header = f.read(p["header"])
+            f.readinto(memoryview(data)[:p["header"]])
             f.seek(p["start"])
-            body = f.read(p["end"] - p["start"])
+            f.readinto(memoryview(data)[p["header"]:])
         types = {c: pa.string() for c in string_cols}
         types.update({k: TYPES[v] for k, v in (src_step.get("column_types") or {}).items()})
         quote = _quote(src_step)
@@ -103,7 +104,8 @@ def _read_partition(p, src_step, string_cols) -> pa.Table:
 
         def parse(use_threads):
             # newlines_in_values costs a slower chunker: only where the range holds a quote at all
-            return pcsv.read_csv(io.BytesIO(header + body), read_options=pcsv.ReadOptions(use_threads=use_threads),
+            return pcsv.read_csv(pa.BufferReader(pa.py_buffer(data)),
+                                 read_options=pcsv.ReadOptions(use_threads=use_threads),
                                  parse_options=pcsv.ParseOptions(delimiter=src_step.get("delimiter", ","),
                                                                  quote_char=quote.decode() if quote else False,
                                                                  newlines_in_values=p["quoted"],
@@ -247,6 +249,7 @@ class Pipeline:
                 keep = seen.first_new(keys) if seen is not None else None
                 out.append((n_read, c1, *self._stage3(i, t, keep)))
                 del t, keys
+                pa.default_memory_pool().release_unused()  # hand freed pages back: RSS follows the live data
                 if progress:
                     progress(i + 1, len(parts))
         finally:
