@@ -112,8 +112,8 @@ def proc_cpu(pid):
 
 
 def server_figures(repo, spec, body, expected, a, d):
-    """Start `rtx feature-store serve`, check one answer, then wrk: saturated (50 connections, no pause) and
-    paced (each connection waits --pace-ms between requests)."""
+    """Start `rtx feature-store serve`, check one answer, then wrk: one connection (latency without queueing),
+    saturated (50 connections, no pause) and paced (each connection waits --pace-ms between requests)."""
     wrk = shutil.which("wrk")
     if wrk is None:
         print("  feature server: wrk not installed (apt-get install wrk): skipped")
@@ -139,16 +139,18 @@ def server_figures(repo, spec, body, expected, a, d):
         req = urllib.request.Request(url, json.dumps(body).encode(), {"Content-Type": "application/json"})
         got = json.loads(urllib.request.urlopen(req, timeout=30).read())
         assert got == json.loads(json.dumps(expected)), "the server's answer differs from the in-process one"
-        for label, delay in [("saturated", ""), (f"paced {a.pace_ms} ms", f"function delay() return {a.pace_ms} end")]:
+        runs = [("1 connection", 1, ""), ("saturated", a.connections, ""),
+                (f"paced {a.pace_ms} ms", a.connections, f"function delay() return {a.pace_ms} end")]
+        for label, conns, delay in runs:
             lua = os.path.join(d, "post.lua")
             with open(lua, "w") as f:
                 f.write(WRK_LUA.format(body=body_path, delay=delay))
             la, c0 = load(), proc_cpu(server.pid)
-            out = subprocess.run([wrk, "-t2", f"-c{a.connections}", f"-d{a.server_seconds}s", "--latency", "-s", lua,
-                                  url], capture_output=True, text=True, check=True).stdout
+            out = subprocess.run([wrk, f"-t{min(2, conns)}", f"-c{conns}", f"-d{a.server_seconds}s", "--latency",
+                                  "-s", lua, url], capture_output=True, text=True, check=True).stdout
             r = parse_wrk(out)
             cpu = (proc_cpu(server.pid) - c0) / max(r["requests"], 1) * 1e3
-            print(f"  server {label}, {a.connections} connections, {a.server_seconds} s: {r['rps']:.0f} req/s, "
+            print(f"  server {label}, {conns} connections, {a.server_seconds} s: {r['rps']:.0f} req/s, "
                   f"p50 {r['p50']:.2f} ms, p99 {r['p99']:.2f} ms, {r['errors']}, server CPU "
                   f"{cpu:.2f} ms/request (load {la:.1f})")
     finally:
@@ -189,6 +191,7 @@ def main():
     p.add_argument("--redis", default=None, help="redis:// URL of a running server")
     p.add_argument("--skip-pandas", action="store_true")
     p.add_argument("--skip-historical", action="store_true")
+    p.add_argument("--skip-online", action="store_true")
     p.add_argument("--server-seconds", type=int, default=10, help="wrk duration per run (0: no server figures)")
     p.add_argument("--connections", type=int, default=50)
     p.add_argument("--pace-ms", type=int, default=500, help="pause per connection in the paced wrk run")
@@ -204,7 +207,7 @@ def main():
         refs = [f"stats:f{i}" for i in range(NF)]
         if not a.skip_historical:
             historical(store, entity, refs, d, a, ttl)
-        specs = [("sqlite", None)] + ([("redis", a.redis)] if a.redis else [])
+        specs = [] if a.skip_online else [("sqlite", None)] + ([("redis", a.redis)] if a.redis else [])
         r = np.random.default_rng(1)
         for name, spec in specs:
             s = FeatureStore(os.path.join(d, "repo"), online_store=spec)
