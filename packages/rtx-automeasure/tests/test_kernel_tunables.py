@@ -149,3 +149,21 @@ def test_tune_command_checks_its_arguments(capsys):
     with pytest.raises(SystemExit):
         T.main(["--ops", "conv,bogus"])
     assert "--ops expects" in capsys.readouterr().err
+
+
+def test_tune_command_undoes_choices_that_made_a_workload_slower(cache, monkeypatch, capsys):
+    # one fake workload whose single layer measures faster alone under {"fast": True}, but whose whole run is
+    # slower with the cache than without (what a layer timed alone cannot see): the entry must be removed again
+    def layer():
+        cfg = tuning.lookup("test.op", (8, 8), "float32", "cpu")
+        time.sleep(0.0005 if cfg and cfg.get("fast") else 0.004)
+
+    def whole():
+        time.sleep(0.03 if tuning.lookup("test.op", (8, 8), "float32", "cpu") else 0.01)
+    monkeypatch.setattr(T, "find_tasks", lambda names, ops: [T.Task("test.op", "fake", layer, [{}, {"fast": True}],
+                                                                    workload="fake workload")])
+    monkeypatch.setattr(T, "workloads", lambda names=None: {"fake workload": lambda: (None, None, whole)})
+    assert T.main(["--budget", "0.1", "--rounds", "3"]) == 0
+    out = capsys.readouterr().out
+    assert "1 changed from the default" in out and "entries removed" in out
+    assert tuning.lookup("test.op", (8, 8), "float32") is None

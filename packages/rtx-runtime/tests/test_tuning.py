@@ -133,3 +133,12 @@ def test_record_collects_the_keys_asked_for(cache):
     assert asked == [("conv2d", (8, 3), "float32", "cpu"), ("sdpa", (2, 64), "float64", "cpu")]
     tuning.lookup("conv2d", (8,), "float32")
     assert len(asked) == 2                                      # nothing after the block
+
+
+def test_discard_removes_only_the_keys_given(cache):
+    a = tuning.store("conv2d", (8,), "float32", "cpu", {"chunk_bytes": 1})
+    tuning.store("linear", (8,), "float32", "cpu", {"threads": 1})
+    assert tuning.discard([a, "no|such|key"]) == 1
+    assert tuning.lookup("conv2d", (8,), "float32") is None
+    assert tuning.lookup("linear", (8,), "float32") == {"threads": 1}
+    assert tuning.discard([a]) == 0

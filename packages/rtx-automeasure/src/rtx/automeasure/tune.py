@@ -8,7 +8,11 @@
    candidate replaces the default only when measured faster (median 3% better, quartiles apart).
 3. Store the choice under the keys that layer's kernels asked for (`rtx.runtime.tuning.record`).
 4. Time each workload with the cache ignored (today's defaults) and with it, interleaved, and
-   print both medians and the change as a Compare table.
+   print both medians and the change as a Compare table. A layer timed alone does not see what
+   it does to its neighbours (multi-threaded BLAS left spinning, caches), so when a workload's
+   median comes out slower with its layers' choices, those entries are removed again (and the
+   workload runs on the defaults, as before): the choices are kept only where the whole
+   workload measured no slower.
 
 The candidates are the kernels' own tunables: convolution chunk size and worker threads (rtx-nn),
 the small-GEMM thread policy of Linear (rtx-nn, only with more than one BLAS thread), attention
@@ -104,8 +108,8 @@ class Task:
     """One layer call to tune: `op` (the tuning cache's op name), `run()` (its forward + backward),
     `configs` (candidates, the default first as {}), and a label."""
 
-    def __init__(self, op, label, run, configs):
-        self.op, self.label, self.run, self.configs = op, label, run, configs
+    def __init__(self, op, label, run, configs, workload=None):
+        self.op, self.label, self.run, self.configs, self.workload = op, label, run, configs, workload
 
     def __repr__(self):
         return f"Task({self.op}: {self.label}, {len(self.configs)} configs)"
@@ -178,7 +182,7 @@ def find_tasks(names=None, ops=("conv", "linear", "sdpa")):
     """The distinct Conv/Linear calls of one step of each workload, plus the attention sizes."""
     import rtx.nn as nn
     seen, tasks = set(), []
-    for build in workloads(names).values():
+    for wname, build in workloads(names).items():
         model, step, _ = build()
         calls = []
 
@@ -203,6 +207,7 @@ def find_tasks(names=None, ops=("conv", "linear", "sdpa")):
             seen.add(sig)
             task = (_conv_task if is_conv else _linear_task)(mod, shape, grad)
             if task is not None:
+                task.workload = wname
                 tasks.append(task)
     if "sdpa" in ops:
         tasks += _sdpa_tasks()
@@ -213,8 +218,9 @@ def find_tasks(names=None, ops=("conv", "linear", "sdpa")):
 
 def tune_task(task, rep_ms=200.0, store=True):
     """Time task.run under each candidate (autotune's interleaved rounds and choice rule) and, with
-    store=True, write the choice under every key its kernels looked up. Returns the TuneResult, or
-    None when no kernel of the call consults task.op (a Linear GEMM outside the small-GEMM range)."""
+    store=True, write the choice under every key its kernels looked up (result.keys: the cache
+    keys written). Returns the TuneResult, or None when no kernel of the call consults task.op (a
+    Linear GEMM outside the small-GEMM range)."""
     with _tuning.forced(None, None), _tuning.record() as asked:
         task.run()
     keys = {(op, shape, dtype, device) for op, shape, dtype, device in asked if op == task.op}
@@ -226,11 +232,12 @@ def tune_task(task, rep_ms=200.0, store=True):
             task.run()
     tuner = Autotuner(candidate, task.configs, op=task.op, warmup=max(rep_ms / 10, 1.0), rep=rep_ms, cache=False)
     result = tuner.tune()
+    result.keys = []
+    medians = {json_key(task.configs[i]): m for i, m in result.medians.items()}
     if store:
         for op, shape, dtype, device in sorted(keys):
-            _tuning.store(op, shape, dtype, device, result.config, default=result.default, speedup=result.speedup,
-                          layer=task.label,
-                          median_s={json_key(task.configs[i]): m for i, m in result.medians.items()})
+            result.keys.append(_tuning.store(op, shape, dtype, device, result.config, default=result.default,
+                                             speedup=result.speedup, layer=task.label, median_s=medians))
     return result
 
 
@@ -292,15 +299,19 @@ def main(argv=None):
     # each candidate of each layer gets an equal share of the budget
     per_config = 1e3 * args.budget / max(sum(len(t.configs) for t in tasks), 1)
     t0 = time.perf_counter()
-    changed = []
+    changed, tuned, written = [], 0, {}
     for i, task in enumerate(tasks):
         _progress(i, len(tasks), task.label)
         result = tune_task(task, rep_ms=per_config)
-        if result is not None and result.config:
+        if result is None:
+            continue
+        tuned += 1
+        written.setdefault(task.workload, []).extend(result.keys)
+        if result.config:
             changed.append((task, result))
     _progress(len(tasks), len(tasks), f"done in {time.perf_counter() - t0:.0f} s")
     print()
-    print(f"{len(tasks)} layer calls tuned, {len(changed)} changed from the default:")
+    print(f"{tuned} layer calls tuned, {len(changed)} changed from the default:")
     for task, r in changed:
         print(f"  {task.label}: {r.config}  ({r.speedup:.2f}x on the layer)")
     if args.no_compare:
@@ -313,4 +324,7 @@ def main(argv=None):
         change = (after.median / before.median - 1) * 100
         print(f"{name}: median {before.median * 1e3:.1f} ms before, {after.median * 1e3:.1f} ms after "
               f"({change:+.1f}%; IQR {before.iqr * 1e3:.1f} / {after.iqr * 1e3:.1f} ms)")
+        if after.median > before.median and written.get(name):
+            n = _tuning.discard(written[name])
+            print(f"  slower with its layers' choices: {n} entries removed, {name} keeps the defaults (as before)")
     return 0

@@ -36,7 +36,7 @@ import time
 import warnings
 from pathlib import Path
 
-__all__ = ["cache_path", "clear_memo", "entries", "forced", "lookup", "machine_fingerprint", "make_key",
+__all__ = ["cache_path", "clear_memo", "discard", "entries", "forced", "lookup", "machine_fingerprint", "make_key",
            "record", "shape_bucket", "store"]
 
 FORMAT = 1
@@ -310,3 +310,17 @@ def store(op: str, shape, dtype, device, config: dict, **info) -> str:
     _write_atomic(path, json.dumps(doc, indent=1, sort_keys=True, default=float))
     clear_memo()
     return key
+
+
+def discard(keys) -> int:
+    """Remove these keys (as store() returned them) from the cache file; returns how many were there.
+    The tuner's undo when a workload ran slower with its choices than without."""
+    path = cache_path()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        data = dict(_read(path))
+    gone = [k for k in keys if data.pop(k, None) is not None]
+    if gone:
+        _write_atomic(path, json.dumps({"format": FORMAT, "entries": data}, indent=1, sort_keys=True, default=float))
+        clear_memo()
+    return len(gone)
