@@ -78,6 +78,12 @@ class NavierStokes2D:
         if not isinstance(grid, Grid):
             raise TypeError(f"NavierStokes2D expects a Grid, got {type(grid).__name__}")
         self.grid, self.nu, self.closure = grid, nu, closure
+        # The grid's spacings and the boundary coordinates, computed once: a step on a small grid is
+        # short enough that recomputing them (Grid properties, aranges) shows in its time.
+        self._dx, self._dy = grid.dx, grid.dy
+        self._xs_ext = (np.arange(grid.nx + 3) - 1) * grid.dx
+        self._ys_ext = ((np.arange(grid.ny + 3) - 1) * grid.dy)[:, None]
+        self._xs_c, self._ys_c = grid.x[None, :], grid.y[:, None]
         self.bcs = check_boundaries(boundaries)
         self.kappa = 0.0
         if isinstance(advection, str):
@@ -99,7 +105,7 @@ class NavierStokes2D:
         g, b = grid, self.bcs
         px = self._p_kind(b["left"]), self._p_kind(b["right"])
         py = self._p_kind(b["bottom"]), self._p_kind(b["top"])
-        self.poisson = FastPoisson(g.nx, g.ny, g.dx, g.dy, px, py, dtype=dtype, device=device)
+        self.poisson = FastPoisson(g.nx, g.ny, self._dx, self._dy, px, py, dtype=dtype, device=device)
         # Faces the projection may correct: interior ones, and boundary faces that are periodic or outflow.
         mu = np.ones((g.ny, g.nx + 1))
         mv = np.ones((g.ny + 1, g.nx))
@@ -153,7 +159,7 @@ class NavierStokes2D:
         vy, ky = normal(b["bottom"], b["top"], g.ny)
         ty = (tangential(b["bottom"]), tangential(b["top"]))
         tx = (tangential(b["left"]), tangential(b["right"]))
-        mk = lambda nx, ny, x, y: Helmholtz(nx, ny, g.dx, g.dy, x, y, dtype=self.dtype, device=self.device)  # noqa: E731
+        mk = lambda nx, ny, x, y: Helmholtz(nx, ny, self._dx, self._dy, x, y, dtype=self.dtype, device=self.device)  # noqa: E731
         self._hu = (ux, mk(ux.stop - ux.start, g.ny, kx, ty))
         self._hv = (vy, mk(g.nx, vy.stop - vy.start, tx, ky))
 
@@ -206,28 +212,28 @@ class NavierStokes2D:
 
     def ext_u(self, u):
         """u with one ghost layer on every side: (ny + 2, nx + 3)."""
-        g, b, k = self.grid, self.bcs, self._kit(u)
+        b, k = self.bcs, self._kit(u)
         if b["left"].kind == "periodic":
             u = k.cat([u[:, -2:-1], u, u[:, 1:2]], 1)
         else:
             u = k.cat([u[:, :1], u, u[:, -1:]], 1)
         if b["bottom"].kind == "periodic":
             return k.cat([u[-1:], u, u[:1]], 0)
-        xs = (np.arange(g.nx + 3) - 1) * g.dx
+        xs = self._xs_ext
         lo = self._tangential_ghost(b["bottom"], u[:1], xs, k)
         hi = self._tangential_ghost(b["top"], u[-1:], xs, k)
         return k.cat([lo, u, hi], 0)
 
     def ext_v(self, v):
         """v with one ghost layer on every side: (ny + 3, nx + 2)."""
-        g, b, k = self.grid, self.bcs, self._kit(v)
+        b, k = self.bcs, self._kit(v)
         if b["bottom"].kind == "periodic":
             v = k.cat([v[-2:-1], v, v[1:2]], 0)
         else:
             v = k.cat([v[:1], v, v[-1:]], 0)
         if b["left"].kind == "periodic":
             return k.cat([v[:, -1:], v, v[:, :1]], 1)
-        ys = ((np.arange(g.ny + 3) - 1) * g.dy)[:, None]
+        ys = self._ys_ext
         lo = self._tangential_ghost(b["left"], v[:, :1], ys, k)
         hi = self._tangential_ghost(b["right"], v[:, -1:], ys, k)
         return k.cat([lo, v, hi], 1)
@@ -242,7 +248,7 @@ class NavierStokes2D:
     def apply_normal_bc(self, u, v):
         """Set the boundary-normal face values: walls 0, inflow the profile, outflow a copy of the
         neighbour, periodic the opposite face."""
-        g, b, k = self.grid, self.bcs, self._kit(u)
+        b, k = self.bcs, self._kit(u)
 
         def side(bc, own, neighbour, opposite, coords):
             if bc.kind == "wall":
@@ -253,13 +259,13 @@ class NavierStokes2D:
                 return neighbour
             return opposite
 
-        ys = g.y[:, None]
+        ys = self._ys_c
         if b["left"].kind == "periodic":
             u = k.cat([u[:, :-1], u[:, :1]], 1)
         else:
             u = k.cat([side(b["left"], u[:, :1], u[:, 1:2], None, ys), u[:, 1:-1],
                        side(b["right"], u[:, -1:], u[:, -2:-1], None, ys)], 1)
-        xs = g.x[None, :]
+        xs = self._xs_c
         if b["bottom"].kind == "periodic":
             v = k.cat([v[:-1], v[:1]], 0)
         else:
@@ -268,8 +274,7 @@ class NavierStokes2D:
         return u, v
 
     def divergence(self, u, v):
-        g = self.grid
-        return (u[:, 1:] - u[:, :-1]) / g.dx + (v[1:] - v[:-1]) / g.dy
+        return (u[:, 1:] - u[:, :-1]) / self._dx + (v[1:] - v[:-1]) / self._dy
 
     # ---- the step --------------------------------------------------------------------------------
 
@@ -300,7 +305,7 @@ class NavierStokes2D:
     def terms(self, u, v):
         """The pieces of the momentum right-hand side: (Nu, Nv) = -div(u u) + f + closure and the
         Laplacians (lap u, lap v), with the boundary conditions in the ghost cells."""
-        g, kappa, k = self.grid, self.kappa, self._kit(u)
+        kappa, k = self.kappa, self._kit(u)
         U, V = self.ext_u(u), self.ext_v(v)
         a, b = U[1:-1, :-1], U[1:-1, 1:]
         du_lo, du_hi = U[:-1, 1:-1], U[1:, 1:-1]
@@ -316,12 +321,12 @@ class NavierStokes2D:
         fuv_y = self._flux(vcor, du_lo, du_hi, cuy, 0, k, ucor)  # u momentum through horizontal edges (corners)
         fuv_x = self._flux(ucor, dv_l, dv_r, cvx, 1, k, vcor)    # v momentum through vertical edges
         fvv = self._flux(vcen, c, d, cvy, 0, k, vcen)
-        idx2, idy2 = 1.0 / g.dx ** 2, 1.0 / g.dy ** 2
+        idx2, idy2 = 1.0 / self._dx ** 2, 1.0 / self._dy ** 2
         Uc2, Vc2 = 2 * U[1:-1, 1:-1], 2 * V[1:-1, 1:-1]
         lap_u = (U[1:-1, 2:] + U[1:-1, :-2] - Uc2) * idx2 + (U[2:, 1:-1] + U[:-2, 1:-1] - Uc2) * idy2
         lap_v = (V[1:-1, 2:] + V[1:-1, :-2] - Vc2) * idx2 + (V[2:, 1:-1] + V[:-2, 1:-1] - Vc2) * idy2
-        nu_ = (fuu[:, :-1] - fuu[:, 1:]) / g.dx + (fuv_y[:-1] - fuv_y[1:]) / g.dy
-        nv_ = (fuv_x[:, :-1] - fuv_x[:, 1:]) / g.dx + (fvv[:-1] - fvv[1:]) / g.dy
+        nu_ = (fuu[:, :-1] - fuu[:, 1:]) / self._dx + (fuv_y[:-1] - fuv_y[1:]) / self._dy
+        nv_ = (fuv_x[:, :-1] - fuv_x[:, 1:]) / self._dx + (fvv[:-1] - fvv[1:]) / self._dy
         if self.force is not None:
             nu_, nv_ = nu_ + k.scalar(self.force[0]), nv_ + k.scalar(self.force[1])
         if self.closure is not None:  # a closure (e.g. an nn.Module) takes and gives tensors
@@ -337,22 +342,21 @@ class NavierStokes2D:
 
     def project(self, u, v, dt, p0=None):
         """Make (u, v) discretely divergence-free; returns (u, v, p)."""
-        g = self.grid
         rhs = self.divergence(u, v) / dt
         if self.obstacle is None:
             p = self.poisson(rhs)
         else:
             p = self._masked_solve(rhs, p0)
         P, k = self.ext_p(p), self._kit(p)
-        u = u - (dt / g.dx) * k.corr_u * (P[1:-1, 1:] - P[1:-1, :-1])
-        v = v - (dt / g.dy) * k.corr_v * (P[1:, 1:-1] - P[:-1, 1:-1])
+        u = u - (dt / self._dx) * k.corr_u * (P[1:-1, 1:] - P[1:-1, :-1])
+        v = v - (dt / self._dy) * k.corr_v * (P[1:, 1:-1] - P[:-1, 1:-1])
         return u, v, p
 
     def _laplacian(self, p, corr_u, corr_v):
         """div(corr grad p): the Laplacian of the projection, with faces where corr is 0 closed."""
-        g, P = self.grid, self.ext_p(p)
-        gx = corr_u * (P[1:-1, 1:] - P[1:-1, :-1]) / g.dx
-        gy = corr_v * (P[1:, 1:-1] - P[:-1, 1:-1]) / g.dy
+        P = self.ext_p(p)
+        gx = corr_u * (P[1:-1, 1:] - P[1:-1, :-1]) / self._dx
+        gy = corr_v * (P[1:, 1:-1] - P[:-1, 1:-1]) / self._dy
         return self.divergence(gx, gy)
 
     def _masked_laplacian(self, p):
@@ -462,9 +466,9 @@ class NavierStokes2D:
             ev = (1 + 0.5 * r) * nv_ - (0.5 * r) * state.prev[1]
         # The old pressure gradient goes into the predictor (incremental projection, Van Kan 1986):
         # without it the steady state would carry an O(dt nu) error from the Crank-Nicolson half.
-        g, P, k = self.grid, self.ext_p(state.p), self._kit(state.u)
-        eu = eu - k.corr_u * (P[1:-1, 1:] - P[1:-1, :-1]) / g.dx
-        ev = ev - k.corr_v * (P[1:, 1:-1] - P[:-1, 1:-1]) / g.dy
+        P, k = self.ext_p(state.p), self._kit(state.u)
+        eu = eu - k.corr_u * (P[1:-1, 1:] - P[1:-1, :-1]) / self._dx
+        ev = ev - k.corr_v * (P[1:, 1:-1] - P[:-1, 1:-1]) / self._dy
         nu = k.scalar(self.nu)
         a = 0.5 * dt * nu
         (su, hu), (sv, hv) = self._hu, self._hv
@@ -512,17 +516,16 @@ class NavierStokes2D:
         """Largest stable explicit step times cfl: advective CFL, diffusion, and for central
         advection the advection-diffusion limit 2 nu / |u|^2 of forward Euler. With ab2cn diffusion
         is implicit: only the advective limit 1 / (|u|/dx + |v|/dy) remains."""
-        g = self.grid
         nu = float(self.nu.detach().item() if isinstance(self.nu, rtx.Tensor) else self.nu)
         # The boundary speeds count too: a cavity at rest has |u| = 0 inside but a moving lid.
         wall = self._boundary_speed()
         umax = max(_max_abs(state.u), wall, 1e-12)
         vmax = max(_max_abs(state.v), wall, 1e-12)
         if self.time_scheme == "ab2cn":
-            return cfl / (umax / g.dx + vmax / g.dy)
-        limits = [g.dx / umax, g.dy / vmax]
+            return cfl / (umax / self._dx + vmax / self._dy)
+        limits = [self._dx / umax, self._dy / vmax]
         if nu > 0:
-            limits.append(0.5 / (nu * (1 / g.dx ** 2 + 1 / g.dy ** 2)))
+            limits.append(0.5 / (nu * (1 / self._dx ** 2 + 1 / self._dy ** 2)))
             if self.gamma < 1.0:
                 limits.append(2 * nu / (umax ** 2 + vmax ** 2))
         return cfl * min(limits)
