@@ -2,7 +2,7 @@
 """RL benchmark (issue 15: rtx-rl): wall-clock of the same algorithm, hyper-parameters (RL Baselines3
 Zoo's, rtx.rl.zoo) and timesteps in rtx.rl and in Stable-Baselines3 on torch CPU, side by side.
 
-    .venv/bin/python tools/bench/rl.py [--cases ppo,dqn,sac] [--threads 1] \\
+    .venv/bin/python tools/bench/rl.py [--cases ppo,dqn,sac] [--threads 1] [--fraction 1.0] \\
         [--sb3-python /work/venvs/sb3/bin/python]
 
 Cases: PPO CartPole-v1 100k steps, DQN CartPole-v1 100k, SAC Pendulum-v1 20k. Both sides run with
@@ -10,6 +10,8 @@ one BLAS/intra-op thread (small networks: waking threads costs more than it save
 SB3 runs in its own interpreter when --sb3-python (or $RTX_BENCH_SB3_PYTHON) names one with
 stable-baselines3 installed (python3 -m venv /work/venvs/sb3; pip install torch==2.13.0
 stable-baselines3==2.9.*); the ratio column is rtx / SB3 (below 1: rtx is faster).
+--fraction runs that share of each budget on both sides (a quicker estimate of the same ratio on a
+busy machine; the learning itself is not judged here: `rtx rl train` is).
 """
 from __future__ import annotations
 
@@ -67,16 +69,20 @@ def main(argv=None):
     p.add_argument("--cases", default="ppo,dqn,sac")
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--sb3-python", default=os.environ.get("RTX_BENCH_SB3_PYTHON"))
+    p.add_argument("--fraction", type=float, default=1.0, help="share of each case's timesteps to run")
     args = p.parse_args(argv)
+    if not 0 < args.fraction <= 1:
+        raise SystemExit(f"--fraction must be in (0, 1], got {args.fraction}")
     print(f"{'case':<28} {'rtx s':>8} {'SB3 s':>8} {'rtx/SB3':>8}")
     for algo in args.cases.split(","):
-        env_id, steps = CASES[algo]
+        env_id, budget = CASES[algo]
+        steps = int(budget * args.fraction)
         rtx_s = run(sys.executable, "rtx", algo, env_id, steps, args.threads)
         sb3_s = run(args.sb3_python, "sb3", algo, env_id, steps, args.threads) if args.sb3_python else None
         ratio = f"{rtx_s / sb3_s:8.2f}" if sb3_s else f"{'-':>8}"
         sb3 = f"{sb3_s:8.1f}" if sb3_s else f"{'-':>8}"
-        print(f"{algo.upper() + ' ' + env_id + ' ' + str(steps // 1000) + 'k':<28} {rtx_s:8.1f} {sb3} {ratio}",
-              flush=True)
+        case = f"{algo.upper()} {env_id} {steps / 1000:g}k"
+        print(f"{case:<28} {rtx_s:8.1f} {sb3} {ratio}", flush=True)
 
 
 if __name__ == "__main__":
