@@ -3,6 +3,10 @@
 diffusers on torch CPU, side by side.
 
     .venv/bin/python tools/bench/diffuse.py [--repeat 5] [--diffusers-python /work/venvs/diffusers/bin/python]
+    OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 .venv/bin/python tools/bench/diffuse.py --digits-steps 50
+
+--digits-steps N times N steps of `rtx diffuse train --dataset digits` with its default recipe (rtx only) and says
+how many steps fit in the 10-minute budget at that speed (run it on an idle machine: the figure scales with load).
 
 Workloads: one training step of UNet2DModel (batch 32, 1x16x16, block_out_channels (32, 64),
 DownBlock2D+AttnDownBlock2D, AdamW, MSE on DDPM noise) and a 50-step DDIM sampling loop (batch 8) with the
@@ -79,13 +83,29 @@ def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--repeat", type=int, default=5)
     p.add_argument("--diffusers-python", default=os.environ.get("RTX_BENCH_DIFFUSERS_PYTHON"))
+    p.add_argument("--digits-steps", type=int, default=0)
     a = p.parse_args()
+    if a.digits_steps:
+        return digits_step_time(a.digits_steps)
     ours = run(sys.executable, "rtx", a.repeat)
     theirs = run(a.diffusers_python, "diffusers", a.repeat) if a.diffusers_python else None
     print(f"{'workload':<28} {'rtx':>10} {'diffusers':>10} {'rtx/diffusers':>14}")
     for name, t in (ours or {}).items():
         d = (theirs or {}).get(name)
         print(f"{name:<28} {t * 1e3:8.1f}ms " + (f"{d * 1e3:8.1f}ms {t / d:13.2f}x" if d else f"{'-':>10} {'-':>14}"))
+
+
+def digits_step_time(n):
+    import tempfile
+
+    from rtx.diffuse.train import train
+    with tempfile.TemporaryDirectory() as d:
+        r = train(out=d, max_steps=n, checkpoint_every=0, progress=False, log=lambda *_: None)
+    per = r.seconds / r.steps
+    load = open("/proc/loadavg").read().split()[0] if os.path.exists("/proc/loadavg") else "?"
+    print(f"rtx diffuse train (digits default recipe, {r.parameters:,} parameters): {r.steps} steps in "
+          f"{r.seconds:.1f} s = {per * 1e3:.0f} ms/step -> {int(600 / per)} steps in 10 minutes "
+          f"(load average {load}, OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', 'unset')})")
 
 
 if __name__ == "__main__":

@@ -105,3 +105,47 @@ def test_short_training_run_learns_and_cli_round_trip(tmp_path, capsys):
     assert Image.open(tmp_path / "g.png").size[0] > 8
     assert diffuse_command(["bogus"]) == 2
     assert "unknown subcommand" in capsys.readouterr().out
+
+
+def test_v_prediction_min_snr_recipe_and_cli_options(tmp_path, capsys):
+    # the recipe options reach the saved folder: v-prediction in the scheduler config, channels in the UNet's
+    out = tmp_path / "v"
+    assert diffuse_command(["train", "--out", str(out), "--steps", "30", "--batch-size", "16", "--channels", "8,16",
+                            "--prediction-type", "v_prediction", "--snr-gamma", "5", "--no-attention",
+                            "--checkpoint-every", "0", "--no-progress"]) == 0
+    assert "30 steps" in capsys.readouterr().out
+    sched = json.loads((out / "scheduler" / "scheduler_config.json").read_text())
+    unet = json.loads((out / "unet" / "config.json").read_text())
+    assert sched["prediction_type"] == "v_prediction" and unet["block_out_channels"] == [8, 16]
+    assert "AttnDownBlock2D" not in unet["down_block_types"] and unet["add_attention"] is False
+    index = json.loads((out / "model_index.json").read_text())
+    assert index["scheduler"][1] == "DPMSolverMultistepScheduler"  # the folder samples with DPM-Solver++
+
+    # evaluate with a given classifier file: its accuracy is the demo's own, nearest-neighbour medians as sklearn's
+    from sklearn.neighbors import NearestNeighbors
+
+    from rtx.demo.train import train as train_classifier
+    from rtx.diffuse.train import digits_split, evaluate
+    clf = train_classifier(epochs=1, out=str(tmp_path / "cnn.safetensors"), progress=False, log=lambda *_: None)
+    r, images = evaluate(str(out), n_per_class=2, num_inference_steps=3, classifier=clf.path, log=lambda *_: None,
+                         sampler="ddim")
+    assert images.shape == (20, 8, 8) and len(r.per_class) == 10
+    assert r.classifier_test_accuracy == pytest.approx(clf.accuracy)
+    x_train, _, x_test, _ = digits_split()
+    nn = NearestNeighbors(n_neighbors=1).fit(x_train.reshape(len(x_train), -1))
+    assert r.nn_test_median == pytest.approx(np.median(nn.kneighbors(x_test.reshape(len(x_test), -1))[0]), rel=1e-5)
+    assert r.nn_sample_median == pytest.approx(np.median(nn.kneighbors(images.reshape(20, -1))[0]), rel=1e-5)
+    with pytest.raises(SystemExit):
+        diffuse_command(["train", "--out", str(out), "--channels", "8;16"])
+
+
+def test_min_snr_weighting(tmp_path):
+    # with lr 0 the model stays at its initial weights and sees the same batches in every run: Min-SNR weights
+    # min(snr, gamma)/snr are 1 for a huge gamma (the plain loss again) and <= 1 for gamma 5 (a smaller loss)
+    from rtx.diffuse.train import train
+    kw = dict(out=str(tmp_path / "m"), max_steps=4, batch_size=16, channels=(8, 16), checkpoint_every=0,
+              progress=False, log=lambda *_: None, lr=0.0, prediction_type="epsilon")
+    plain = train(**kw, snr_gamma=None).losses
+    np.testing.assert_allclose(train(**kw, snr_gamma=1e12).losses, plain, rtol=1e-5)
+    weighted = train(**kw, snr_gamma=5.0).losses
+    assert all(w < p for w, p in zip(weighted, plain))
