@@ -43,11 +43,14 @@ def generate(path, mb, seed=0):
             f.write("\n".join(",".join(r) for r in zip(*cols)) + "\n")
 
 
+PARTITION_MB = int(os.environ.get("RTX_ETL_BENCH_PARTITION_MB", "16"))
+
+
 def run_rtx(src, out):
     from rtx.etl import Pipeline
     schema = {k: {"dtype": t, "min": lo, "max": hi} for k, (t, lo, hi) in RULES.items()}
     schema["city"] = {"dtype": "string", "regex": "^[a-z]+$"}
-    rep = Pipeline([{"op": "read_csv", "paths": src, "partition_bytes": 16 << 20},
+    rep = Pipeline([{"op": "read_csv", "paths": src, "partition_bytes": PARTITION_MB << 20},
                     {"op": "validate", "schema": schema, "quarantine": out + "/bad"},
                     {"op": "dedup", "columns": ["id"]},
                     {"op": "write_parquet", "dir": out + "/shards", "rows_per_shard": 200_000}]).run()
@@ -156,11 +159,13 @@ def main():
     p.add_argument("--threads", type=int, default=0, help="Arrow CPU threads (0: pyarrow's default)")
     p.add_argument("--repeat", type=int, default=1, help="runs of each script, interleaved; the best counts")
     p.add_argument("--no-loader", action="store_true")
+    p.add_argument("--partition-mb", type=int, default=16, help="rtx.etl's CSV partition size (memory bound)")
     p.add_argument("--mem-gb", type=float, default=0, help="address-space cap for the pyarrow/pandas scripts")
     p.add_argument("--child", nargs=5)
     a = p.parse_args()
     if a.child:
         return child(*a.child)
+    os.environ["RTX_ETL_BENCH_PARTITION_MB"] = str(a.partition_mb)  # read by the child processes
     d = a.dir or tempfile.mkdtemp(prefix="etl-bench-")
     os.makedirs(d, exist_ok=True)
     src = a.csv or d + "/raw.csv"
