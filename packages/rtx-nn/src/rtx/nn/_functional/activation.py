@@ -284,6 +284,48 @@ def _gelu_second(x, approximate):
     return pdf * (2 - x * x)
 
 
+# Phi(-|x|) = 0.5 erfc(|x|/sqrt 2) = t exp(P(t) - x^2/2 - ln 2), t = 2 / (2 + |x|/sqrt 2): Numerical
+# Recipes' erfcc (Chebyshev fit, fractional error < 1.2e-7 for every argument), highest power first,
+# with the 0.5 folded into the constant term.
+_ERFC_NR = (0.17087277, -0.82215223, 1.48851587, -1.13520398, 0.27886807, -0.18628806, 0.09678418, 0.37409196,
+            1.00002368, -1.26551223 - math.log(2))
+_PHI_BLOCK = 1 << 15  # elements per pass: the temporaries stay in the L2 cache
+
+
+def _phi_float32(x):
+    """Phi(x) = 0.5 (1 + erf(x / sqrt 2)) for a float32 NumPy array in float32 arithmetic, without
+    branches: ~30 cache-resident passes instead of rtx.kernel.erf's float64 ranges, 3-5x faster. x Phi(x)
+    has relative error <= 8e-7 for |x| < 3, 2.2e-6 for |x| < 6, 8e-6 further out (where 0.5 (1 + erf) in
+    float32 has no digits left); PyTorch's float32 kernel is also a float32 erf."""
+    flat = x.reshape(-1)
+    out = np.empty_like(flat)
+    with np.errstate(over="ignore"):   # x * x of |x| > 1.8e19: inf, and exp(-inf) = 0 as it should
+        _phi_blocks(flat, out)
+    return out.reshape(x.shape)
+
+
+def _phi_blocks(flat, out):
+    f = np.float32
+    for s in range(0, flat.size, _PHI_BLOCK):
+        xb, o = flat[s:s + _PHI_BLOCK], out[s:s + _PHI_BLOCK]
+        t = np.abs(xb)
+        t *= f(_SQRT_HALF)
+        t += f(2)
+        np.divide(f(2), t, out=t)
+        acc = t * f(_ERFC_NR[0])
+        for c in _ERFC_NR[1:-1]:
+            acc += f(c)
+            acc *= t
+        acc += f(_ERFC_NR[-1])
+        q = xb * xb
+        q *= f(-0.5)
+        acc += q
+        np.exp(acc, out=acc)
+        acc *= t                                    # Phi(-|x|)
+        np.subtract(f(1), acc, out=o)
+        np.copyto(o, acc, where=xb <= 0)
+
+
 class Gelu(Primitive):
     """The exact form keeps Phi(x) from the forward, so the backward needs no second erf (erf is
     most of the cost on the CPU); the tanh form runs rtx.kernel's fused kernels both ways."""
@@ -296,7 +338,10 @@ class Gelu(Primitive):
         x = a._data
         if approximate == "tanh":
             return kernel.gelu(x, approximate)
-        cdf = 0.5 * (1 + kernel.erf(x * _SQRT_HALF))
+        if type(x) is np.ndarray and x.dtype == np.float32:
+            cdf = _phi_float32(x)
+        else:
+            cdf = 0.5 * (1 + kernel.erf(x * _SQRT_HALF))
         ctx.cdf = cdf
         return x * cdf
 

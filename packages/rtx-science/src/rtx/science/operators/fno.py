@@ -17,24 +17,25 @@ def _complex(re, im):
 _DFT_CACHE = {}
 
 
-def _dft_bases(n, modes, dtype):
-    """Real bases of the truncated rfft (n, 2*modes) and of irfft from those modes (2*modes, n):
+def _dft_bases(n, modes, dtype, device=None):
+    """Real bases of the truncated rfft (2*modes, n) and of irfft from those modes (n, 2*modes),
+    both applied from the left to (..., n, channels):
 
-        rfft:  X_k = sum_j x_j (cos - i sin)(2 pi j k / n),  k < modes
+        rfft:  X_k = sum_j x_j (cos - i sin)(2 pi j k / n),  k < modes   (rows: Re X_k, then Im X_k)
         irfft: y_j = (1/n) sum_k c_k (Re X_k cos - Im X_k sin)(2 pi j k / n),  c_0 = c_(n/2) = 1, else 2
 
     (irfft drops the imaginary parts of the DC and Nyquist bins; their sines vanish, so does this).
-    Cached per (n, modes, dtype)."""
-    key = (n, modes, dtype)
+    Cached per (n, modes, dtype, device)."""
+    key = (n, modes, dtype, str(device))
     if key not in _DFT_CACHE:
-        ang = 2 * np.pi * np.outer(np.arange(n), np.arange(modes)) / n
+        ang = 2 * np.pi * np.outer(np.arange(modes), np.arange(n)) / n      # (modes, n)
         c = np.full(modes, 2.0)
         c[0] = 1.0
         if n % 2 == 0 and modes == n // 2 + 1:
             c[-1] = 1.0
-        fwd = np.concatenate([np.cos(ang), -np.sin(ang)], axis=1)
-        inv = np.concatenate([c[:, None] * np.cos(ang.T), -c[:, None] * np.sin(ang.T)], axis=0) / n
-        _DFT_CACHE[key] = (rtx.tensor(fwd, dtype=dtype), rtx.tensor(inv, dtype=dtype))
+        fwd = np.concatenate([np.cos(ang), -np.sin(ang)], axis=0)
+        inv = np.concatenate([c[:, None] * np.cos(ang), -c[:, None] * np.sin(ang)], axis=0).T / n
+        _DFT_CACHE[key] = tuple(rtx.tensor(np.ascontiguousarray(a), dtype=dtype, device=device) for a in (fwd, inv))
     return _DFT_CACHE[key]
 
 
@@ -57,20 +58,30 @@ class SpectralConv1d(nn.Module):
         self.weight_im = nn.Parameter(scale * rtx.rand(in_channels, out_channels, modes))
 
     def forward(self, x):
-        n, m = x.shape[-1], self.modes
+        return self.forward_channels_last(x.transpose(-1, -2)).transpose(-1, -2)
+
+    def forward_channels_last(self, x):
+        """The same map on (B, N, in) -> (B, N, out): FNO1d keeps its hidden state this way, so the
+        1x1 convolutions are single 2-D GEMMs and no layer transposes its input."""
+        n, m = x.shape[-2], self.modes
         if m > n // 2 + 1:
             raise ValueError(f"SpectralConv1d keeps {m} modes but a grid of {n} points has {n // 2 + 1}")
         if self.method == "fft" or (self.method == "auto" and m > 64):
-            x_ft = rtx.fft.rfft(x)[..., :m]
-            out = rtx.einsum("bix,iox->box", x_ft, _complex(self.weight_re, self.weight_im))
-            return rtx.fft.irfft(out, n=n)  # irfft zero-fills the modes above `modes`
-        fwd, inv = _dft_bases(n, m, x.dtype)
-        z = x @ fwd
-        re, im = z[..., :m], z[..., m:]
-        wr, wi = self.weight_re, self.weight_im
-        out_re = rtx.einsum("bix,iox->box", re, wr) - rtx.einsum("bix,iox->box", im, wi)
-        out_im = rtx.einsum("bix,iox->box", re, wi) + rtx.einsum("bix,iox->box", im, wr)
-        return rtx.cat([out_re, out_im], dim=-1) @ inv
+            x_ft = rtx.fft.rfft(x, dim=-2)[..., :m, :]
+            out = rtx.einsum("bxi,iox->bxo", x_ft, _complex(self.weight_re, self.weight_im))
+            return rtx.fft.irfft(out, n=n, dim=-2)  # irfft zero-fills the modes above `modes`
+        fwd_t, inv_t = _dft_bases(n, m, x.dtype, x.device)
+        lead, c, o = x.shape[:-2], self.in_channels, self.out_channels
+        b = int(np.prod(lead))
+        z = fwd_t @ x                                         # (..., 2m, c): [Re X_k; Im X_k] rows
+        # per mode k, each sample's real row [re_1..re_c, im_1..im_c]: (m, b, 2c)
+        z = z.reshape(b, 2, m, c).permute(2, 0, 1, 3).reshape(m, b, 2 * c)
+        # (re + i im)(wr + i wi) = (re wr - im wi) + i (re wi + im wr): one real (2c, 2o) block per
+        # mode, so the mixing is one batched matmul instead of four complex-free einsums
+        wr, wi = self.weight_re.permute(2, 0, 1), self.weight_im.permute(2, 0, 1)   # (m, c, o)
+        w = rtx.cat([rtx.cat([wr, wi], dim=2), rtx.cat([-wi, wr], dim=2)], dim=1)    # (m, 2c, 2o)
+        y = (z @ w).reshape(m, b, 2, o).permute(1, 2, 0, 3).reshape(*lead, 2 * m, o)
+        return inv_t @ y                                      # (..., n, o)
 
 
 class SpectralConv2d(nn.Module):
@@ -100,6 +111,13 @@ class SpectralConv2d(nn.Module):
         return rtx.fft.irfft2(rtx.cat([cols, pad], dim=3), s=(h, w))
 
 
+def _pointwise(conv, h):
+    """A kernel-size-1 Conv1d (its weight and bias, so state_dicts keep Conv1d's keys) on channels-last
+    h (B, N, in): the Linear it is, one GEMM over all B*N points."""
+    b, n, c = h.shape
+    return F.linear(h.reshape(b * n, c), conv.weight.squeeze(-1), conv.bias).reshape(b, n, -1)
+
+
 class FNO1d(nn.Module):
     """Input (B, N, in_channels) sampled on a uniform grid of [0, 1] (the grid coordinate is appended
     as an extra channel); output (B, N, out_channels). Lift, `layers` x (spectral conv + 1x1 conv,
@@ -115,12 +133,12 @@ class FNO1d(nn.Module):
     def forward(self, x):
         b, n = x.shape[0], x.shape[1]
         grid = rtx.linspace(0, 1, n, dtype=x.dtype).reshape(1, n, 1).expand(b, n, 1)
-        h = self.lift(rtx.cat([x, grid], dim=-1)).permute(0, 2, 1)
+        h = self.lift(rtx.cat([x, grid], dim=-1))            # (B, N, width): channels last throughout
         for i, (sc, pw) in enumerate(zip(self.spectral, self.pointwise)):
-            h = sc(h) + pw(h)
+            h = sc.forward_channels_last(h) + _pointwise(pw, h)
             if i < len(self.spectral) - 1:
                 h = F.gelu(h)
-        return self.proj2(F.gelu(self.proj1(h.permute(0, 2, 1))))
+        return self.proj2(F.gelu(self.proj1(h)))
 
 
 class FNO2d(nn.Module):
