@@ -108,3 +108,31 @@ def test_training_step_and_config_checks():
         VisionEncoderDecoderConfig(encoder=enc, decoder=GPT2Config(n_embd=16, n_head=2))
     with pytest.raises(ValueError, match="pixel_values must be"):
         model(pixel_values=rtx.randn(2, 3, 9, 9), decoder_input_ids=rtx.tensor([[0]]))
+
+
+def test_generation_config_json(ved, io, tmp_path):
+    """transformers' generation_config.json (fixture) sets generate's defaults; save_pretrained writes
+    one in the same keys, with the options that differ from the defaults, and loading it back gives
+    the same generate as passing those options."""
+    import json
+    gc = ved.generation_config
+    assert (gc.eos_token_id, gc.pad_token_id, ved.config.decoder_start_token_id) == (4, 2, 0)
+    ved.generation_config = gc.update(num_beams=2, max_new_tokens=5)
+    try:
+        ved.save_pretrained(tmp_path)
+    finally:
+        ved.generation_config = gc
+    d = json.loads((tmp_path / "generation_config.json").read_text())
+    assert d == {"bos_token_id": 0, "decoder_start_token_id": 0, "eos_token_id": 4, "max_new_tokens": 5,
+                 "num_beams": 2, "pad_token_id": 2}
+    again = VisionEncoderDecoderModel.from_pretrained(tmp_path, strict=True)
+    assert (again.generation_config.num_beams, again.generation_config.max_new_tokens) == (2, 5)
+    px = _t(io["pixel_values"])
+    np.testing.assert_array_equal(again.generate(px).numpy(), ved.generate(px, num_beams=2, max_new_tokens=5).numpy())
+    # transformers' max_length counts the start token; an option given to generate still wins
+    d.pop("max_new_tokens")
+    d.update(max_length=4, transformers_version="5.24.0", output_attentions=False)
+    (tmp_path / "generation_config.json").write_text(json.dumps(d))
+    again = VisionEncoderDecoderModel.from_pretrained(tmp_path, strict=True)
+    assert again.generation_config.max_new_tokens == 3 and again.generate(px).shape[1] <= 4
+    assert again.generate(px, num_beams=1, max_new_tokens=6).shape[1] <= 7

@@ -15,11 +15,15 @@ pad_token_id) to make decoder_input_ids, and the loss is the cross entropy of lo
 
 generate runs the encoder once and hands rtx.nlg.generate a decoder step that cross-attends to it:
 greedy, beam search and sampling, with the decoder's KV cache; the cross-attention keys and values
-are projected at the first step and cached (EncoderDecoderCache), reordered with the beams.
+are projected at the first step and cached (EncoderDecoderCache), reordered with the beams. Its
+defaults are `model.generation_config` (an rtx.nlg GenerationConfig), which save_pretrained writes to
+and from_pretrained reads from generation_config.json in transformers' keys.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import json
+from dataclasses import dataclass, field, fields
+from pathlib import Path
 from typing import Any, ClassVar
 
 import rtx
@@ -131,6 +135,52 @@ class VisionEncoderDecoderModel(PreTrainedModel):
     def tie_weights(self):
         self.decoder.tie_weights()
 
+    @property
+    def generation_config(self):
+        """generate's defaults (rtx.nlg.GenerationConfig); eos/pad default to the model config's."""
+        if getattr(self, "_generation_config", None) is None:
+            from rtx.nlg import GenerationConfig
+            cfg = self.config
+            eos = cfg.eos_token_id if cfg.eos_token_id is not None else cfg.decoder.eos_token_id
+            pad = cfg.pad_token_id if cfg.pad_token_id is not None else cfg.decoder.pad_token_id
+            self._generation_config = GenerationConfig(eos_token_id=eos, pad_token_id=pad)
+        return self._generation_config
+
+    @generation_config.setter
+    def generation_config(self, value):
+        self._generation_config = value
+
+    @classmethod
+    def from_pretrained(cls, path, config=None, **kwargs):
+        """As PreTrainedModel's, and generation_config.json (when the folder has one) sets
+        model.generation_config: the fields rtx.nlg's GenerationConfig has, by transformers' names;
+        max_length (transformers' total length, the start token included) becomes max_new_tokens =
+        max_length - 1 when max_new_tokens is absent; decoder_start_token_id goes to the model config
+        when that has none. Keys generate does not use (transformers_version, output_*, ...) are skipped."""
+        out = super().from_pretrained(path, config, **kwargs)
+        model = out[0] if isinstance(out, tuple) else out
+        p = Path(path)
+        gen = (p if p.is_dir() else p.parent) / "generation_config.json"
+        if gen.is_file():
+            model.generation_config = _read_generation_config(gen, model)
+        return out
+
+    def save_pretrained(self, path, **kwargs):
+        """config.json and model.safetensors (PreTrainedModel's), and generation_config.json in
+        transformers' keys: the token ids, and every generation option that differs from its default."""
+        super().save_pretrained(path, **kwargs)
+        from rtx.nlg import GenerationConfig
+        default = GenerationConfig()
+        gc = self.generation_config
+        d = {f.name: getattr(gc, f.name) for f in fields(gc) if getattr(gc, f.name) != getattr(default, f.name)}
+        for key in ("decoder_start_token_id", "eos_token_id", "pad_token_id"):
+            if d.get(key) is None and getattr(self.config, key) is not None:
+                d[key] = getattr(self.config, key)
+        if self.config.decoder.bos_token_id is not None:
+            d.setdefault("bos_token_id", self.config.decoder.bos_token_id)
+        with open(Path(path) / "generation_config.json", "w", encoding="utf-8") as f:
+            json.dump(d, f, indent=2, sort_keys=True)
+
     def encode(self, pixel_values):
         """(the states the decoder attends to, the encoder's last_hidden_state)."""
         h = self.encoder(pixel_values).last_hidden_state
@@ -171,8 +221,25 @@ class VisionEncoderDecoderModel(PreTrainedModel):
             if start is None:
                 raise ValueError("VisionEncoderDecoderModel.generate: set config.decoder_start_token_id")
             decoder_input_ids = rtx.full((enc.shape[0], 1), start, dtype=rtx.int64, device=enc.device)
+        if generation_config is None:
+            generation_config = self.generation_config
         return generate(_DecoderStep(self, enc), decoder_input_ids, generation_config=generation_config,
                         generator=generator, **kwargs)
+
+
+def _read_generation_config(path, model):
+    from rtx.nlg import GenerationConfig
+    with open(path, encoding="utf-8") as f:
+        d = json.load(f)
+    if not isinstance(d, dict):
+        raise ValueError(f"{path}: expected a JSON object, got {type(d).__name__}")
+    names = {f.name for f in fields(GenerationConfig)}
+    opts = {k: v for k, v in d.items() if k in names}
+    if "max_new_tokens" not in opts and d.get("max_length") is not None:
+        opts["max_new_tokens"] = max(int(d["max_length"]) - 1, 0)
+    if d.get("decoder_start_token_id") is not None and model.config.decoder_start_token_id is None:
+        model.config.decoder_start_token_id = int(d["decoder_start_token_id"])
+    return model.generation_config.update(**opts)
 
 
 class _TokenIds:
