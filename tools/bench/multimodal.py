@@ -6,7 +6,9 @@ contrastive training step (forward, loss, backward, AdamW), rtx beside transform
 
 transformers runs in its own interpreter (the side venv given by --hf-python), never as an rtx
 dependency; both sides build the same config and inputs from the same seeds. The ratio is rtx / torch
-time (goal <= 1.5). Threads: whatever BLAS / torch use by default unless --threads is given.
+time (goal <= 1.5). Threads: whatever BLAS / torch use by default unless --threads is given. Each
+figure is printed as wall time and as process CPU time (*_cpu): with --threads 1 and
+OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 the CPU time hardly depends on how busy the machine is.
 """
 from __future__ import annotations
 
@@ -37,13 +39,16 @@ def inputs(batch, text_len):
 
 
 def best(fn, repeat):
+    """(wall, CPU) seconds of the fastest call after a warm-up. With one thread per side the process
+    CPU time is the work done, whatever share of the cores the process got on a shared machine."""
     fn()
-    times = []
+    walls, cpus = [], []
     for _ in range(repeat):
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.process_time()
         fn()
-        times.append(time.perf_counter() - t)
-    return min(times)
+        walls.append(time.perf_counter() - t)
+        cpus.append(time.process_time() - c)
+    return min(walls), min(cpus)
 
 
 def run_rtx(a):
@@ -67,7 +72,8 @@ def run_rtx(a):
     model.eval()
     f = best(fwd, a.repeat)
     model.train()
-    return {"forward": f, "train_step": best(step, a.repeat)}
+    s = best(step, a.repeat)
+    return {"forward": f[0], "train_step": s[0], "forward_cpu": f[1], "train_step_cpu": s[1]}
 
 
 def run_hf(a):
@@ -96,7 +102,8 @@ def run_hf(a):
     model.eval()
     f = best(fwd, a.repeat)
     model.train()
-    return {"forward": f, "train_step": best(step, a.repeat)}
+    s = best(step, a.repeat)
+    return {"forward": f[0], "train_step": s[0], "forward_cpu": f[1], "train_step_cpu": s[1]}
 
 
 def main():
@@ -129,8 +136,8 @@ def main():
             print("transformers side failed:\n" + out.stderr[-2000:])
         else:
             other = json.loads(out.stdout.strip().splitlines()[-1])
-    for k in ("forward", "train_step"):
-        line = f"{k:>11}: rtx {mine[k] * 1e3:9.1f} ms"
+    for k in ("forward", "train_step", "forward_cpu", "train_step_cpu"):
+        line = f"{k:>14}: rtx {mine[k] * 1e3:9.1f} ms"
         if other:
             line += f" | transformers {other[k] * 1e3:9.1f} ms | ratio {mine[k] / other[k]:.2f}x"
         print(line)

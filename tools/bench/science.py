@@ -11,9 +11,11 @@
 
 Both libraries get the same weights (drawn with NumPy), so the adaptive solvers take the same steps;
 the number of function evaluations is checked equal. Goal: rtx/torch <= 1.5 on each. BLAS and torch
-run on one thread (the machine is shared)."""
+run on one thread (the machine is shared). On a loaded machine add `--rounds 3`: alternating rtx and
+torch processes, the minimum of each kept (see alternate)."""
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 
@@ -153,6 +155,43 @@ def fno1d_train_step(lib):
     return best_of(step, repeat=3, min_time=0.5)
 
 
+WORKLOADS = {"node_dopri5_forward": node_dopri5_forward, "node_dopri5_adjoint": node_dopri5_adjoint,
+             "fno1d_train_step": fno1d_train_step}
+
+
+def alternate(rounds, argv):
+    """--rounds R: R alternating rounds of an rtx process and a torch process (each with --json), the
+    minimum per library kept. On a shared machine the load changes within a minute; measured one
+    after the other, the two libraries can see different loads (ratios from 0.75x to 3.8x were seen
+    for the same code), alternating lets both catch the quiet moments."""
+    import json
+    import subprocess
+    p = argparse.ArgumentParser()
+    p.add_argument("--torch-python", default=os.environ.get("RTX_BENCH_TORCH_PYTHON"))
+    p.add_argument("--only", action="append")
+    a = p.parse_args(argv)
+    if not a.torch_python:
+        sys.exit("--rounds needs --torch-python (or $RTX_BENCH_TORCH_PYTHON)")
+    only = sum((["--only", n] for n in (a.only or WORKLOADS)), [])
+    best = {"rtx": {}, "torch": {}}
+    for r in range(rounds):
+        for lib, py in (("rtx", sys.executable), ("torch", a.torch_python)):
+            env = {**os.environ, "PYTHONPATH": ""} if lib == "torch" else os.environ
+            out = subprocess.run([py, __file__, "--lib", lib, "--json"] + only, capture_output=True, text=True,
+                                 env=env, check=True)
+            for k, v in json.loads(out.stdout.strip().splitlines()[-1]).items():
+                best[lib][k] = min(v, best[lib].get(k, v))
+                print(f"round {r + 1} {lib:>5} {k:<22} {v * 1e3:10.2f} ms  load {os.getloadavg()[0]:.1f}",
+                      file=sys.stderr)
+    print(f"{'workload':<34} {'rtx':>12} {'torch':>12} {'rtx/torch':>10}  (min of {rounds} alternating rounds)")
+    for k, v in best["rtx"].items():
+        t = best["torch"][k]
+        print(f"{k:<34} {v * 1e3:10.2f}ms {t * 1e3:10.2f}ms {v / t:9.2f}x")
+
+
 if __name__ == "__main__":
-    main({"node_dopri5_forward": node_dopri5_forward, "node_dopri5_adjoint": node_dopri5_adjoint,
-          "fno1d_train_step": fno1d_train_step}, __doc__)
+    if "--rounds" in sys.argv:
+        i = sys.argv.index("--rounds")
+        alternate(int(sys.argv[i + 1]), sys.argv[1:i] + sys.argv[i + 2:])
+    else:
+        main(WORKLOADS, __doc__)

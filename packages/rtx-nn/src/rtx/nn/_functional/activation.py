@@ -350,6 +350,15 @@ class Gelu(Primitive):
         (x,) = ctx.saved_tensors
         if not _state.enabled and ctx.approximate == "none":
             xd = x._data
+            if type(xd) is np.ndarray and grad._data.dtype == xd.dtype:   # in place: one temporary, same values
+                d = xd * xd
+                d *= -0.5
+                np.exp(d, out=d)
+                d *= _INV_SQRT_2PI
+                d *= xd
+                d += ctx.cdf
+                d *= grad._data
+                return Tensor._make(d)
             return Tensor._make(grad._data * (ctx.cdf + xd * (np.exp(-0.5 * xd * xd) * _INV_SQRT_2PI)))
         return GeluBackward.apply(x, grad, approximate=ctx.approximate)
 
