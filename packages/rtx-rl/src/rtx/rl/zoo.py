@@ -1,6 +1,8 @@
 """Tuned hyper-parameters published by RL Baselines3 Zoo (DLR-RM/rl-baselines3-zoo, hyperparams/<algo>.yml)
 for the environments rtx.rl's learning tests and `rtx rl train --hyperparams zoo` use. Values are copied
-from the zoo's YAML; `lin_<v>` there is linear_schedule(v) here."""
+from the zoo's YAML (its 2.x entries for the -v1 environments: dqn.yml's CartPole-v1 "Almost Tuned" entry,
+a2c.yml's CartPole-v1 with 8 envs, td3.yml's Pendulum-v1 with train_freq 1 / gradient_steps 1); `lin_<v>`
+there is linear_schedule(v) here. Measured learning curves with this preset: the package README."""
 from __future__ import annotations
 
 import numpy as np
