@@ -60,10 +60,11 @@ def _csv_partitions(path: str, partition_bytes: int, quote: bytes | None = b'"',
         while off < size:
             buf = f.read(block)
             i = 0              # parity counts buf[:i]
+            q = quote if quote and quote in buf else None  # `in` is a memchr: most blocks hold no quote
             t = max(target - off, 0)
             while t < len(buf) and (j := buf.find(b"\n", t)) >= 0:
-                if quote:
-                    n = buf.count(quote, i, j)
+                if q:
+                    n = buf.count(q, i, j)
                     parity, has_q, i = parity ^ (n & 1), has_q or n > 0, j
                 if parity == 0:  # outside quotes: a record ends here
                     cuts.append(off + j + 1)
@@ -72,8 +73,8 @@ def _csv_partitions(path: str, partition_bytes: int, quote: bytes | None = b'"',
                     t = max(target - off, j + 1)
                 else:
                     t = j + 1
-            if quote:
-                n = buf.count(quote, i)
+            if q:
+                n = buf.count(q, i)
                 parity, has_q = parity ^ (n & 1), has_q or n > 0
             off += len(buf)
     if not cuts:  # a header without a newline: no rows

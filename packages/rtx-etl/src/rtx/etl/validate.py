@@ -68,11 +68,15 @@ def _text_to_int(col: pa.Array):
     """(int64 values, mask of text that is not an int64) by _INT_RE's rule. Most values are [-]digits of
     at most 18 characters, which cheap kernels recognise and one cast converts (they cannot overflow);
     the rest (signs, blanks, long numbers, junk) go through the regex and Python's int(): they are few."""
-    unsigned = pc.if_else(pc.starts_with(col, "-"), pc.utf8_slice_codeunits(col, 1), col)
-    plain = _np(pc.fill_null(pc.and_(pc.ascii_is_decimal(unsigned),  # "" and "-" are not decimal
-                                     pc.less_equal(pc.utf8_length(col), 18)), False))
-    if plain.all():
+    # plain: at most one leading "-", then only ASCII digits ("" and "-" are not decimal), 18 bytes at most.
+    # Trimming every leading "-" and comparing byte lengths costs less than slicing off one conditionally.
+    unsigned = pc.utf8_ltrim(col, "-")
+    n = pc.binary_length(col)
+    plain = pc.and_(pc.ascii_is_decimal(unsigned),
+                    pc.and_(pc.less_equal(pc.subtract(n, pc.binary_length(unsigned)), 1), pc.less_equal(n, 18)))
+    if pc.all(pc.fill_null(plain, True)).as_py():  # nulls stay null through the cast: only text can be bad
         return col.cast(pa.int64()), np.zeros(len(col), bool)
+    plain = _np(pc.fill_null(plain, False))
     values = pc.fill_null(pc.if_else(pa.array(plain), col, pa.scalar(None, pa.string())).cast(pa.int64()), 0)
     values = np.frombuffer(values.buffers()[1], np.int64, len(values), values.offset).copy()
     good = plain.copy()
@@ -146,10 +150,21 @@ def _np(mask) -> np.ndarray:
     return np.frombuffer(m.buffers()[1], np.uint8, len(m), m.offset).view(bool)
 
 
-def _describe(values, rows, before: str, after: str) -> list[str]:
+_PLAIN_TEXT = r"^[\x20-\x26\x28-\x5b\x5d-\x7e]*$"  # printable ASCII but ' and \: repr() only adds quotes
+
+
+def _describe(values, rows, before: str, after: str) -> pa.Array:
     """The reason text of each failing row: repr() of the row's value as a Python value (so it reads
-    like the row, e.g. 'n/a' quoted) between two fixed texts. Runs over failing rows only."""
-    return [f"{before}{v!r}{after}" for v in values.take(pa.array(rows)).to_pylist()]
+    like the row, e.g. 'n/a' quoted) between two fixed texts. Runs over failing rows only. Where repr()
+    is known to Arrow's kernels (integers; text of printable ASCII without ' or \\, which repr() just
+    quotes) the texts are joined by a kernel; other values (floats, dates, escapes) go through repr()."""
+    v = values.take(pa.array(rows))
+    if v.null_count == 0:
+        if pa.types.is_integer(v.type):
+            return pc.binary_join_element_wise(pa.scalar(before), v.cast(pa.string()), pa.scalar(after), "")
+        if pa.types.is_string(v.type) and pc.all(pc.match_substring_regex(v, _PLAIN_TEXT)).as_py():
+            return pc.binary_join_element_wise(pa.scalar(before + "'"), v, pa.scalar("'" + after), "")
+    return pa.array([f"{before}{x!r}{after}" for x in v.to_pylist()], pa.string())
 
 
 def check(table: pa.Table, schema: Schema) -> tuple[pa.Table, pa.Table]:
@@ -190,10 +205,13 @@ def check(table: pa.Table, schema: Schema) -> tuple[pa.Table, pa.Table]:
     for m, values, before, after in problems:
         hit = m[bad_idx]
         if hit.any():
-            text = np.full(len(bad_idx), None, object)
-            rows = bad_idx[hit]
-            text[hit] = _describe(values, rows, before, after) if values is not None else before
-            parts.append(pa.array(text, pa.string()))
+            if values is None:
+                parts.append(pc.if_else(pa.array(hit), pa.scalar(before), pa.scalar(None, pa.string())))
+                continue
+            text = _describe(values, bad_idx[hit], before, after)
+            # spread over the bad rows: row k takes text[rank of k among the hits], the others a null
+            where = np.where(hit, np.cumsum(hit) - 1, len(text))
+            parts.append(pa.concat_arrays([text, pa.nulls(1, pa.string())]).take(pa.array(where)))
     reasons = pc.binary_join_element_wise(*parts, "; ", null_handling="skip") if parts else pa.array([], pa.string())
     quarantined = table.filter(pa.array(bad)).append_column("_row", pa.array(bad_idx, pa.int64())) \
         .append_column("_reason", reasons)
