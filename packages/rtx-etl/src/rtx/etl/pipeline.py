@@ -31,6 +31,7 @@ import pyarrow.parquet as pq
 
 from rtx.etl import _duckdb, readers
 from rtx.etl import dedup as _dedup
+from rtx.etl.outputs import PARQUET_OPTIONS
 from rtx.etl.validate import TYPES, Schema, check
 
 SOURCES = ("read_csv", "read_parquet", "read_json")
@@ -133,19 +134,25 @@ def _read_partition(p, src_step, string_cols) -> pa.Table:
     return readers.read_json(p["path"])
 
 
-def _row_steps(table: pa.Table, steps, index: int, counts: list):
-    """Apply row-local steps; counts[k] accumulates [in, out, quarantined] of step k."""
+def _row_steps(table: pa.Table, steps, index: int, counts: list, defer: bool = False):
+    """Apply row-local steps; counts[k] accumulates [in, out, quarantined] of step k. Returns (table, sel):
+    sel is None, or with defer=True and a validate step last, the mask of the rows that passed it (the
+    table still holds every row: the caller filters once for validation and dedup together)."""
+    sel = None
     for k, step in steps:
         n_in, q = table.num_rows, 0
         op = step["op"]
         if op == "validate":
-            table, bad = check(table, _schema(step))
+            if defer and k == steps[-1][0]:
+                table, bad, sel = check(table, _schema(step), select=False)
+            else:
+                table, bad = check(table, _schema(step))
             q = bad.num_rows
             if step.get("quarantine") and q:
                 d = Path(step["quarantine"])
                 d.mkdir(parents=True, exist_ok=True)
                 pq.write_table(bad.append_column("_partition", pa.array(np.full(q, index), pa.int64())),
-                               str(d / f"part-{index:05d}.parquet"))
+                               str(d / f"part-{index:05d}.parquet"), **PARQUET_OPTIONS)
         elif op == "sql":
             table = _duckdb.query(step["query"], data=table)
         elif op == "select_columns":
@@ -155,8 +162,9 @@ def _row_steps(table: pa.Table, steps, index: int, counts: list):
         elif op == "cast":
             table = table.cast(pa.schema([pa.field(f.name, TYPES.get(step["types"].get(f.name), f.type))
                                           for f in table.schema]))
-        counts[k] = [a + b for a, b in zip(counts[k], (n_in, table.num_rows, q))]
-    return table
+        n_out = table.num_rows if sel is None else int(sel.sum())
+        counts[k] = [a + b for a, b in zip(counts[k], (n_in, n_out, q))]
+    return table, sel
 
 
 class Pipeline:
@@ -195,18 +203,26 @@ class Pipeline:
         counts = {k: [0, 0, 0] for k, _ in self.before}
         t = _read_partition(part, self.source, self.string_cols)
         n_read = t.num_rows
-        t = _row_steps(t, self.before, index, counts)
+        t, sel = _row_steps(t, self.before, index, counts, defer=self.dedup is not None)
         keys = _dedup.row_keys(t, self.dedup[1].get("columns") or t.column_names) if self.dedup else None
-        return t, keys, n_read, counts
+        if sel is not None:
+            keys = keys[sel]  # the keys of the rows that passed validation, in order
+        return (t, sel), keys, n_read, counts
 
     # stage 3: drop the duplicates, run the steps after dedup, write partition `index`'s shards
-    def _stage3(self, index, t, keep):
+    def _stage3(self, index, t_sel, keep):
         counts = {k: [0, 0, 0] for k, _ in self.after}
-        n_dedup_in = t.num_rows
-        if keep is not None:
+        t, sel = t_sel
+        n_dedup_in = t.num_rows if sel is None else int(sel.sum())
+        if sel is not None:     # validation's rows and dedup's in one filter: keep is over the rows in sel
+            if keep is not None:
+                sel = sel.copy()
+                sel[sel] = keep
+            t = t.filter(pa.array(sel))
+        elif keep is not None:
             t = t.filter(pa.array(keep))
         n_dedup_out = t.num_rows
-        t = _row_steps(t, self.after, index, counts)
+        t = _row_steps(t, self.after, index, counts)[0]
         paths = []
         if self.sink is not None:
             from rtx.etl.outputs import write_parquet_shards

@@ -167,8 +167,10 @@ def _describe(values, rows, before: str, after: str) -> pa.Array:
     return pa.array([f"{before}{x!r}{after}" for x in v.to_pylist()], pa.string())
 
 
-def check(table: pa.Table, schema: Schema) -> tuple[pa.Table, pa.Table]:
-    """(good rows cast to the schema, bad rows as they came plus `_row` and `_reason`)."""
+def check(table: pa.Table, schema: Schema, select: bool = True):
+    """(good rows cast to the schema, bad rows as they came plus `_row` and `_reason`). With
+    select=False: (every row cast to the schema, the bad rows, a NumPy mask of the good rows), for a
+    caller that filters once for this and a later step (the Pipeline's dedup)."""
     missing = [n for n in schema.columns if n not in table.column_names]
     if missing:
         raise ValueError(f"validate: the data has no column {missing} (columns: {table.column_names})")
@@ -199,7 +201,9 @@ def check(table: pa.Table, schema: Schema) -> tuple[pa.Table, pa.Table]:
         bad |= m
     bad_idx = np.flatnonzero(bad)
     cols = {name: (casted[name] if name in casted else table[name]) for name in table.column_names}
-    good = pa.table(cols).filter(pa.array(~bad))
+    good = pa.table(cols)
+    if select:
+        good = good.filter(pa.array(~bad))
     # one reason column per problem (null where it does not apply), joined per row with "; "
     parts = []
     for m, values, before, after in problems:
@@ -215,4 +219,4 @@ def check(table: pa.Table, schema: Schema) -> tuple[pa.Table, pa.Table]:
     reasons = pc.binary_join_element_wise(*parts, "; ", null_handling="skip") if parts else pa.array([], pa.string())
     quarantined = table.filter(pa.array(bad)).append_column("_row", pa.array(bad_idx, pa.int64())) \
         .append_column("_reason", reasons)
-    return good, quarantined
+    return (good, quarantined) if select else (good, quarantined, ~bad)
