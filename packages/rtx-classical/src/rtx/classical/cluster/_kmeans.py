@@ -36,32 +36,38 @@ def _chunks(n, step):
     return [(s, min(n, s + step)) for s in range(0, n, step)]
 
 
-def _assign_chunk(Xc, centers, c_sq, xs, xp):
-    """Nearest centre (first on ties, as argmin) and squared distance for one row chunk."""
-    D = Xc @ centers.T
-    D *= -2
+def _assign_chunk(Xc, centers_m2, c_sq, xs, xp, need_d=True):
+    """Nearest centre (first on ties, as argmin) and squared distance for one row chunk. centers_m2 is
+    -2 * centers: scaling by a power of two is exact, so folding it into the GEMM's input gives the same
+    bits as scaling the product, one pass over the block fewer."""
+    D = Xc @ centers_m2.T
     D += c_sq
     lab = D.argmin(axis=1)
+    if not need_d:
+        return lab, None
     d = D[xp.arange(len(lab)), lab]
     d += row_norms_sq(Xc, xp) if xs is None else xs
     return lab, xp.maximum(d, 0, out=d)
 
 
-def assign(X, centers, xp, x_sq=None, budget=64 << 20, sw=None):
+def assign(X, centers, xp, x_sq=None, budget=64 << 20, sw=None, need_d=True):
     """Nearest centre and squared distance of every row of X, in row chunks of bounded memory. With sw,
     also the per-cluster weighted sums of rows and total weights (the Lloyd update), from the same chunk
     while it is in cache: X.T @ onehot (the (n, d) x (n, k) order; onehot.T @ X is many times slower in
-    OpenBLAS for these shapes)."""
+    OpenBLAS for these shapes). need_d=False skips the distances (returned as None): a Lloyd step only
+    needs the labels."""
     n, k = X.shape[0], centers.shape[0]
     c_sq = row_norms_sq(centers, xp)
+    centers_m2 = centers * -2
     labels = xp.empty(n, dtype=xp.int32)
-    dmin = xp.empty(n, dtype=X.dtype)
+    dmin = xp.empty(n, dtype=X.dtype) if need_d else None
 
     def run(span):
         s, e = span
-        lab, d = _assign_chunk(X[s:e], centers, c_sq, None if x_sq is None else x_sq[s:e], xp)
+        lab, d = _assign_chunk(X[s:e], centers_m2, c_sq, None if x_sq is None else x_sq[s:e], xp, need_d)
         labels[s:e] = lab
-        dmin[s:e] = d
+        if need_d:
+            dmin[s:e] = d
         if sw is None:
             return None
         # scattered rather than compared against every centre, and weights by bincount: the broadcast compare,
@@ -149,9 +155,11 @@ def lloyd(X, sw, centers, max_iter, tol, xp, x_sq):
     strict = False
     n_iter = 0
     for n_iter in range(1, max_iter + 1):  # noqa: B007 (n_iter is read after the loop)
-        labels, dmin, sums, weights = assign(X, centers, xp, x_sq, sw=sw)
+        # the labels only: the distances are needed when a cluster empties (rare), and recomputed then
+        labels, _, sums, weights = assign(X, centers, xp, x_sq, sw=sw, need_d=False)
         empty = to_host(weights == 0).nonzero()[0]
         if len(empty):
+            dmin = assign(X, centers, xp, x_sq)[1]
             far = to_host(xp.argsort(-dmin))[: len(empty)]
             lab_h = to_host(labels)
             for e, f in zip(empty, far):
@@ -201,7 +209,7 @@ class _KMeansBase(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixi
         check_is_fitted(self)
         Xd = self._validate(X, reset=False)
         xp = self._xp()
-        labels, _ = assign(Xd, xp.asarray(self.cluster_centers_, dtype=Xd.dtype), xp)
+        labels, _ = assign(Xd, xp.asarray(self.cluster_centers_, dtype=Xd.dtype), xp, need_d=False)
         return as_output(labels, X)
 
     def fit_predict(self, X, y=None, sample_weight=None):

@@ -23,19 +23,49 @@ from rtx.classical.tree._binning import apply_bins, bin_edges
 _MIN_HESSIAN = 1e-3  # scikit-learn's min_hessian_to_split
 
 
-def _node_hist(codes, g, h, n_feat, n_bins):
-    """(3, features, bins) sums of gradient, hessian and count over the node's rows (codes: rows x features)."""
-    flat = (codes.astype(np.int64) + np.arange(n_feat) * n_bins).ravel()
-    size = n_feat * n_bins
-    return np.stack([np.bincount(flat, weights=np.repeat(v, n_feat), minlength=size).reshape(n_feat, n_bins)
-                     for v in (g, h)] + [np.bincount(flat, minlength=size).reshape(n_feat, n_bins).astype(float)])
+class _Codes:
+    """A fit's bin codes in the two layouts the histograms want, made once: `flat` (rows x features,
+    code + feature * n_bins as intp, bincount's index type) for small nodes, one bincount per channel; and
+    `by_feature` (features x rows, intp) for large nodes, one bincount per feature and channel on the
+    node's gradients as they are (no repeated copy of the weights). Both
+    add each bin's rows in row order, so they give the same sums. The root's count histogram is the same
+    every iteration and is kept."""
+
+    BIG = 8192  # rows from which the per-feature bincounts win here
+
+    def __init__(self, codes, n_bins):
+        self.n_feat, self.n_bins = codes.shape[1], n_bins
+        self.by_feature = np.ascontiguousarray(codes.T, dtype=np.intp)   # no cast inside each bincount
+        self.flat = codes.astype(np.intp) + np.arange(codes.shape[1], dtype=np.intp) * n_bins
+        self.root_count = self.hist(None, None, None)[2]
+
+    def hist(self, rows, g, h):
+        """(3, features, bins) sums of gradient, hessian and count over `rows` (None: every row; g and h are
+        the node's, already taken at `rows`; None: counts only)."""
+        nf, nb = self.n_feat, self.n_bins
+        chans = [] if g is None else [g, h]
+        if rows is None or len(rows) >= self.BIG:
+            sub = self.by_feature if rows is None else self.by_feature[:, rows]
+            out = np.empty((3, nf, nb))
+            for j in range(nf):
+                for c, v in enumerate(chans):
+                    out[c, j] = np.bincount(sub[j], weights=v, minlength=nb)
+                if rows is not None or g is None:
+                    out[2, j] = np.bincount(sub[j], minlength=nb)
+            if rows is None and g is not None:
+                out[2] = self.root_count
+            return out
+        flat = self.flat[rows].ravel()
+        size = nf * nb
+        return np.stack([np.bincount(flat, weights=np.repeat(v, nf), minlength=size).reshape(nf, nb)
+                         for v in chans] + [np.bincount(flat, minlength=size).reshape(nf, nb).astype(float)])
 
 
 def _best_split(hist, l2, min_samples_leaf):
     """(gain, feature, bin) of the best split "bin <= b" of a node, or None. Ties go to the first feature and
     bin, as scikit-learn's scan does."""
     G, H, C = hist[0].sum(1)[0], hist[1].sum(1)[0], hist[2].sum(1)[0]
-    GL, HL, CL = (np.cumsum(hist[i], axis=1)[:, :-1] for i in range(3))
+    GL, HL, CL = np.cumsum(hist, axis=2)[:, :, :-1]   # one call (the same sums as one per channel)
     GR, HR, CR = G - GL, H - HL, C - CL
     ok = (CL >= min_samples_leaf) & (CR >= min_samples_leaf) & (HL >= _MIN_HESSIAN) & (HR >= _MIN_HESSIAN)
     if not ok.any():
@@ -46,13 +76,14 @@ def _best_split(hist, l2, min_samples_leaf):
     return (float(gain[f, b]), int(f), int(b)) if gain[f, b] > 0 else None
 
 
-def _grow_tree(codes, g, h, edges, est, n_bins):
-    """One tree, best-first; returns (feature, threshold, left, right, value) arrays (leaves: feature -1)."""
-    n_feat = codes.shape[1]
+def _grow_tree(cd, g, h, edges, est):
+    """One tree, best-first; returns (feature, threshold, left, right, value) arrays (leaves: feature -1)
+    and the tree's value for every training row (from the leaves' rows, as scikit-learn updates its raw
+    predictions, instead of walking the rows down the tree again)."""
     l2, msl = est.l2_regularization, est.min_samples_leaf
     feature, threshold, left, right, value = [-1], [0.0], [-1], [-1], [0.0]
     rows0 = np.arange(len(g))
-    hist0 = _node_hist(codes, g, h, n_feat, n_bins)
+    hist0 = cd.hist(None, g, h)
     leaves = {0: (rows0, hist0, 0, _best_split(hist0, l2, msl) if len(g) >= 2 * msl else None)}
     n_leaves = 1
     while n_leaves < (est.max_leaf_nodes or np.inf):
@@ -61,7 +92,7 @@ def _grow_tree(codes, g, h, edges, est, n_bins):
             break
         _, node = max(cand, key=lambda t: (t[0], -t[1]))
         rows, hist, depth, (_, f, b) = leaves.pop(node)
-        go_left = codes[rows, f] <= b
+        go_left = cd.by_feature[f][rows] <= b
         kids = []
         for _ in range(2):
             kids.append(len(feature))
@@ -70,17 +101,19 @@ def _grow_tree(codes, g, h, edges, est, n_bins):
         small, big = (0, 1) if go_left.sum() <= (~go_left).sum() else (1, 0)
         parts = (rows[go_left], rows[~go_left])
         hists = [None, None]
-        hists[small] = _node_hist(codes[parts[small]], g[parts[small]], h[parts[small]], n_feat, n_bins)
+        hists[small] = cd.hist(parts[small], g[parts[small]], h[parts[small]])
         hists[big] = hist - hists[small]
         for i in (0, 1):
             d = depth + 1
             can = (est.max_depth is None or d < est.max_depth) and len(parts[i]) >= 2 * msl
             leaves[kids[i]] = (parts[i], hists[i], d, _best_split(hists[i], l2, msl) if can else None)
         n_leaves += 1
-    for node, (_, hist, _, _) in leaves.items():
+    row_value = np.empty(len(g))
+    for node, (rows, hist, _, _) in leaves.items():
         G, H = hist[0].sum(1)[0], hist[1].sum(1)[0]
         value[node] = -est.learning_rate * G / (H + l2)
-    return (np.array(feature), np.array(threshold), np.array(left), np.array(right), np.array(value))
+        row_value[rows] = value[node]
+    return (np.array(feature), np.array(threshold), np.array(left), np.array(right), np.array(value)), row_value
 
 
 def _predict_tree(tree, X):
@@ -134,6 +167,7 @@ class _BaseHGB(DeviceMixin, BaseEstimator):
         edges = bin_edges(X, self.max_bins, rng=np.random.default_rng(rs.randint(np.iinfo(np.int32).max)))
         codes = np.ascontiguousarray(apply_bins(X, edges))
         n_bins = max(len(e) for e in edges) + 1
+        cd = _Codes(codes, n_bins)
         raw = np.tile(self._baseline, (X.shape[0], 1))
         raw_v = np.tile(self._baseline, (Xv.shape[0], 1))
         self._predictors = []
@@ -144,8 +178,8 @@ class _BaseHGB(DeviceMixin, BaseEstimator):
             G, Hs = self._grad_hess(raw, T)
             trees = []
             for c in range(T.shape[1]):
-                tree = _grow_tree(codes, G[:, c] * sw, Hs[:, c] * sw, edges, self, n_bins)
-                raw[:, c] += _predict_tree(tree, X)
+                tree, row_value = _grow_tree(cd, G[:, c] * sw, Hs[:, c] * sw, edges, self)
+                raw[:, c] += row_value
                 if es:
                     raw_v[:, c] += _predict_tree(tree, Xv)
                 trees.append(tree)

@@ -35,6 +35,84 @@ def _select_by_block_min(D, kk, xp):
     return c[order][starts[:, None] + xp.arange(kk)]
 
 
+_TILE, _GROUPS = 2048, 64  # columns of F per GEMM tile; each tile's columns fall in 64 strided groups of 32
+
+
+def _kneighbors_tiled(Q, F, f_sq, q_sq, k, kk, exclude_self):
+    """The CPU path for a large F: `kneighbors_brute`'s answer with GEMMs of 256 queries x 2048 samples
+    (a thin GEMM of a few queries against all of F reads F from memory for every few queries: 4x the
+    time per distance here) and nothing kept of each tile but its group minima.
+
+    Pass 1, per tile: -2 q.y + |y|^2, then the minimum of each of its 64 groups (columns j, j + 64, ...),
+    folded in halves in place (five elementwise minimums over long rows: a reduction over short groups
+    costs several times more here). The kk-th smallest group minimum tau bounds the kk-th smallest
+    distance from above, so the kk nearest lie in the groups whose minimum is <= tau: kk of them unless
+    minima tie (those rows are done whole, as before). Pass 2 computes the distances of those kk x 32
+    candidates only and keeps the kk smallest (ties to the smaller index)."""
+    n, nf, d = Q.shape[0], F.shape[0], F.shape[1]
+    nt = -(-nf // _TILE)
+    pad = nt * _TILE - nf
+    # padding rows sit at infinite distance (never candidates: a row with fewer finite groups than kk ties
+    # at inf and is done whole)
+    Fp = np.concatenate([F, np.zeros((pad, d), F.dtype)]) if pad else F
+    fp = np.concatenate([f_sq, np.full(pad, np.inf, f_sq.dtype)]) if pad else f_sq
+    r_per = _TILE // _GROUPS
+    Fg = Fp.reshape(nt, r_per, _GROUPS, d)      # [t, r, j] is row t * TILE + r * GROUPS + j
+    fg = fp.reshape(nt, r_per, _GROUPS)
+    col_of = (np.arange(r_per)[:, None] * _GROUPS)   # r * GROUPS, added to t * TILE + j
+    Qm2 = Q * -2
+    dist = np.empty((n, k), dtype=Q.dtype)
+    ind = np.empty((n, k), dtype=np.int64)
+
+    def run(span):
+        s, e = span
+        m = e - s
+        q = Qm2[s:e]
+        rows = np.arange(s, e)
+        bm = np.empty((m, nt, _GROUPS), dtype=Q.dtype)
+        for t in range(nt):
+            D = q @ Fp[t * _TILE:(t + 1) * _TILE].T
+            D += fp[t * _TILE:(t + 1) * _TILE]
+            if exclude_self:
+                inside = np.flatnonzero((rows >= t * _TILE) & (rows < (t + 1) * _TILE))
+                D[inside, rows[inside] - t * _TILE] = np.inf
+            w = _TILE
+            while w > _GROUPS:
+                w //= 2
+                np.minimum(D[:, :w], D[:, w:2 * w], out=D[:, :w])
+            bm[:, t] = D[:, :_GROUPS]
+        bm = bm.reshape(m, nt * _GROUPS)
+        sel = np.argpartition(bm, kk - 1, axis=1)[:, :kk]
+        tau = np.take_along_axis(bm, sel, axis=1).max(axis=1)
+        whole = np.flatnonzero(((bm <= tau[:, None]).sum(axis=1) > kk) | ~np.isfinite(tau))
+        t_i, j_i = sel // _GROUPS, sel % _GROUPS
+        cand = np.matmul(Fg[t_i, :, j_i, :], q[:, None, :, None])[..., 0]   # (m, kk, r_per)
+        cand += fg[t_i, :, j_i]
+        cols = (t_i * _TILE + j_i)[:, :, None] + col_of[:, 0]
+        cand, cols = cand.reshape(m, -1), cols.reshape(m, -1)
+        if exclude_self:
+            cand[cols == rows[:, None]] = np.inf
+        order = np.lexsort((cols, cand), axis=1)[:, :kk]
+        part, dpart = np.take_along_axis(cols, order, axis=1), np.take_along_axis(cand, order, axis=1)
+        for i in whole:   # tied group minima: this row whole, as the untiled path does
+            Dr = q[i:i + 1] @ F.T
+            Dr += f_sq
+            if exclude_self:
+                Dr[0, s + i] = np.inf
+            pr = _select_by_block_min(Dr, kk, np)
+            if pr is None:
+                pr = np.argpartition(Dr, kk - 1, axis=1)[:, :kk]
+            part[i], dpart[i] = pr[0], Dr[0, pr[0]]
+        dpart += q_sq[s:e, None]
+        np.maximum(dpart, 0, out=dpart)
+        order = np.argsort(dpart, axis=1, kind="stable")[:, :k]
+        ind[s:e] = np.take_along_axis(part, order, axis=1)
+        dist[s:e] = np.sqrt(np.take_along_axis(dpart, order, axis=1))
+
+    rt.threads.parallel_map(run, [(s, min(n, s + 256)) for s in range(0, n, 256)])
+    return dist, ind
+
+
 def kneighbors_brute(Q, F, k, xp, exclude_self=False, budget=64 << 20):
     """Distances and indices of the k nearest rows of F for every row of Q (sorted by distance).
     On the CPU, row chunks small enough for cache run side by side on rtx.runtime's pool, each with
@@ -45,6 +123,8 @@ def kneighbors_brute(Q, F, k, xp, exclude_self=False, budget=64 << 20):
     dist = xp.empty((n, k), dtype=Q.dtype)
     ind = xp.empty((n, k), dtype=xp.int64)
     kk = k + 1 if exclude_self else k
+    if xp is np and F.shape[0] >= 8 * _TILE and 4 * kk <= F.shape[0] // 64:
+        return _kneighbors_tiled(Q, F, f_sq, q_sq, k, kk, exclude_self)
     Qm2 = Q * -2  # exact: -2 x.y is formed by the GEMM itself, one pass over the distance block fewer
 
     def run(span):
