@@ -57,10 +57,16 @@ def get_total_norm(tensors, norm_type=2.0, error_if_nonfinite=False, foreach=Non
     norm_type = float(norm_type)
     if not tensors:
         return rtx.tensor(0.0)
-    first = tensors[0].device
-    norms = [Tensor._make(_vector_norm(t._data, norm_type)).to(first) for t in tensors]
-    stacked = rtx.stack(norms) if len(norms) > 1 else norms[0].reshape(1)
-    total = Tensor._make(_vector_norm(stacked._data, norm_type))
+    if all(type(t._data) is np.ndarray for t in tensors):
+        # All on the CPU: the per-tensor norms stacked as arrays (the same values as the Tensor path
+        # below, without two rtx ops per tensor: this runs after every optimizer step of PPO/A2C).
+        stacked = np.stack([_vector_norm(t._data, norm_type) for t in tensors])
+        total = Tensor._make(_vector_norm(stacked, norm_type))
+    else:
+        first = tensors[0].device
+        norms = [Tensor._make(_vector_norm(t._data, norm_type)).to(first) for t in tensors]
+        stacked = rtx.stack(norms) if len(norms) > 1 else norms[0].reshape(1)
+        total = Tensor._make(_vector_norm(stacked._data, norm_type))
     if error_if_nonfinite and not bool(np.isfinite(total.item())):
         raise RuntimeError(f"The total norm of order {norm_type} for gradients from `parameters` is non-finite, so it "
                            "cannot be clipped. To disable this error and scale the gradients by the non-finite norm "
@@ -76,8 +82,13 @@ def clip_grads_with_norm_(parameters, max_norm, total_norm, foreach=None):
         return
     coef = float(max_norm) / (total_norm + 1e-6)
     coef = coef.clamp(max=1.0)
+    converted = {}  # coef on each (device, dtype) once, not twice per gradient
     for g in grads:
-        g.mul_(coef.to(g.device).to(g.dtype))
+        key = (g.device, g.dtype)
+        c = converted.get(key)
+        if c is None:
+            c = converted[key] = coef.to(g.device).to(g.dtype)
+        g.mul_(c)
 
 
 @_no_grad

@@ -20,11 +20,18 @@ class CategoricalDistribution:
         return nn.Linear(latent_dim, self.action_dim)
 
     def proba_distribution(self, action_logits):
-        self.distribution = Categorical(logits=action_logits)
+        # validate_args=False: the logits and actions come from the policy itself, and the constraint
+        # checks cost more than the log-probabilities (same values either way)
+        self.distribution = Categorical(logits=action_logits, validate_args=False)
         return self
 
     def log_prob(self, actions):
-        return self.distribution.log_prob(actions)
+        # Categorical.log_prob's gather without its broadcast_tensors/expand: for the policies' batches of
+        # one index per row of logits (the same entries picked, the same gradient)
+        logits = self.distribution.logits
+        if logits.ndim != 2 or actions.ndim != 1 or actions.shape[0] != logits.shape[0]:
+            return self.distribution.log_prob(actions)
+        return logits.gather(-1, actions.long().reshape(-1, 1)).reshape(-1)
 
     def entropy(self):
         return self.distribution.entropy()
@@ -52,7 +59,7 @@ class DiagGaussianDistribution:
         return mean_actions, log_std
 
     def proba_distribution(self, mean_actions, log_std):
-        self.distribution = Normal(mean_actions, rtx.ones_like(mean_actions) * log_std.exp())
+        self.distribution = Normal(mean_actions, rtx.ones_like(mean_actions) * log_std.exp(), validate_args=False)
         return self
 
     def log_prob(self, actions):
@@ -80,7 +87,7 @@ class SquashedDiagGaussianDistribution(DiagGaussianDistribution):
         self.gaussian_actions = None
 
     def proba_distribution(self, mean_actions, log_std):
-        self.distribution = Normal(mean_actions, log_std.exp())
+        self.distribution = Normal(mean_actions, log_std.exp(), validate_args=False)
         return self
 
     def log_prob(self, actions, gaussian_actions=None):

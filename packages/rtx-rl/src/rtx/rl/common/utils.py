@@ -82,11 +82,20 @@ def update_learning_rate(optimizer, learning_rate: float) -> None:
 
 
 def polyak_update(params: Iterable, target_params: Iterable, tau: float) -> None:
-    """target <- tau * param + (1 - tau) * target, in place and without building a graph."""
+    """target <- tau * param + (1 - tau) * target, in place and without building a graph.
+
+    On the arrays, two ufuncs per tensor (the values of `tp.mul_(1 - tau); tp.add_(p, alpha=tau)`,
+    bit for bit): SAC and TD3 call this after every gradient step, and the Tensor spelling costs
+    four rtx ops per parameter. The target's version counter is bumped as an in-place op would."""
     with rtx.no_grad():
         for p, tp in zip(params, target_params, strict=True):
-            tp.mul_(1.0 - tau)
-            tp.add_(p, alpha=tau)
+            t, src = tp._data, p._data
+            if t.shape != src.shape or t.dtype != src.dtype or type(t) is not type(src):
+                raise RuntimeError(f"polyak_update: target {tuple(t.shape)} {t.dtype} does not match parameter "
+                                   f"{tuple(src.shape)} {src.dtype}")
+            t *= 1.0 - tau
+            t += src * tau
+            tp._vc[0] += 1
 
 
 def explained_variance(y_pred: np.ndarray, y_true: np.ndarray) -> float:
