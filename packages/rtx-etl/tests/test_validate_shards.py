@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from rtx.etl import Column, Dataset, Schema
 from rtx.etl.outputs import ShardedIterableDataset
+from rtx.etl.validate import check
 
 SCHEMA = Schema({"age": Column("int64", nullable=False, min=0, max=120),
                  "score": Column("float64", min=0.0),
@@ -98,6 +99,26 @@ def test_validate_types_and_reasons(tmp_path):
         Dataset.from_arrow(t, cache_dir=False).validate(Schema({"zz": Column("int64")}))
     with pytest.raises(ValueError, match="dtype must be one of"):
         Column("int32")
+
+
+def test_reason_texts_are_python_repr():
+    # reasons quote the value as repr() does, whether a kernel joins them (ints, printable ASCII text)
+    # or Python does (quotes, backslashes, tabs, non-ASCII, floats): the judge is repr() itself
+    s = ["ok", "it's", "a\\b", "tab\there", "\u00e9t\u00e9", 'say "hi"', "X!", ""]
+    n = ["1", "-7", "200", "5", "300", "-1", "0", "2"]
+    f = ["0.5", "-1e-05", "2", "-0.25", "1", "3", "-2.5", "1e20"]
+    c = ["a", "zz", "b", "q!", "a", "b", "a", "x y"]  # the failing ones all plain: the kernel's path
+    schema = Schema({"s": Column("string", regex=r"^[a-z]+$"), "n": Column("int64", min=0, max=100),
+                     "f": Column("float64", min=0.0), "c": Column("string", allowed=["a", "b"])})
+    _, bad = check(pa.table({"s": s, "n": n, "f": f, "c": c}), schema)
+
+    def reason(sv, nv, fv, cv):
+        parts = [] if re.fullmatch("[a-z]+", sv) else [f"s: {sv!r} does not match '^[a-z]+$'"]
+        parts += [f"n: {nv!r} < min 0"] * (nv < 0) + [f"n: {nv!r} > max 100"] * (nv > 100)
+        parts += [f"f: {fv!r} < min 0.0"] * (fv < 0) + [f"c: {cv!r} not in ['a', 'b']"] * (cv not in ("a", "b"))
+        return "; ".join(parts)
+    want = [(i, reason(sv, int(nv), float(fv), cv)) for i, (sv, nv, fv, cv) in enumerate(zip(s, n, f, c))]
+    assert list(zip(bad["_row"].to_pylist(), bad["_reason"].to_pylist())) == [(i, r) for i, r in want if r]
 
 
 def test_shard_writers_read_back(tmp_path):
