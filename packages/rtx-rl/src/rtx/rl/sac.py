@@ -13,7 +13,7 @@ from rtx.rl.common.off_policy_algorithm import OffPolicyAlgorithm
 from rtx.rl.common.policies import ACTIVATIONS, BasePolicy, ContinuousCritic, resolve
 from rtx.rl.common.preprocessing import get_action_dim
 from rtx.rl.common.torch_layers import FlattenExtractor, NatureCNN, create_mlp
-from rtx.rl.common.utils import polyak_update
+from rtx.rl.common.utils import frozen, polyak_update
 
 # Bounds of the actor's log standard deviation (SB3's LOG_STD_MIN/MAX).
 LOG_STD_MAX, LOG_STD_MIN = 2, -20
@@ -140,6 +140,8 @@ class SAC(OffPolicyAlgorithm):
     def _setup_model(self) -> None:
         super()._setup_model()
         self.actor, self.critic, self.critic_target = self.policy.actor, self.policy.critic, self.policy.critic_target
+        # the parameters the critic's optimizer updates (not a features extractor shared with the actor)
+        self._critic_params = [p for group in self.critic.optimizer.param_groups for p in group["params"]]
         if self.target_entropy == "auto":
             self.target_entropy = float(-np.prod(self.action_space.shape).astype(np.float32))
         else:
@@ -193,7 +195,8 @@ class SAC(OffPolicyAlgorithm):
             self.critic.optimizer.zero_grad()
             critic_loss.backward()
             self.critic.optimizer.step()
-            q_values_pi = rtx.cat(self.critic(data.observations, actions_pi), dim=1)
+            with frozen(self._critic_params):  # no critic weight gradients from the actor loss
+                q_values_pi = rtx.cat(self.critic(data.observations, actions_pi), dim=1)
             min_qf_pi = rtx.min(q_values_pi, dim=1, keepdim=True)[0]
             actor_loss = (ent_coef * log_prob - min_qf_pi).mean()
             actor_losses.append(actor_loss.item())

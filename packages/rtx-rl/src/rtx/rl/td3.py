@@ -12,7 +12,7 @@ from rtx.rl.common.off_policy_algorithm import OffPolicyAlgorithm
 from rtx.rl.common.policies import ACTIVATIONS, BasePolicy, ContinuousCritic, resolve
 from rtx.rl.common.preprocessing import get_action_dim
 from rtx.rl.common.torch_layers import FlattenExtractor, NatureCNN, create_mlp
-from rtx.rl.common.utils import polyak_update
+from rtx.rl.common.utils import frozen, polyak_update
 
 
 class Actor(BasePolicy):
@@ -118,6 +118,7 @@ class TD3(OffPolicyAlgorithm):
         super()._setup_model()
         self.actor, self.actor_target = self.policy.actor, self.policy.actor_target
         self.critic, self.critic_target = self.policy.critic, self.policy.critic_target
+        self._critic_params = [p for group in self.critic.optimizer.param_groups for p in group["params"]]
 
     def train(self, gradient_steps: int, batch_size: int = 100) -> None:
         self.policy.set_training_mode(True)
@@ -141,7 +142,8 @@ class TD3(OffPolicyAlgorithm):
             critic_loss.backward()
             self.critic.optimizer.step()
             if self._n_updates % self.policy_delay == 0:
-                actor_loss = -self.critic.q1_forward(data.observations, self.actor(data.observations)).mean()
+                with frozen(self._critic_params):  # no critic weight gradients from the actor loss
+                    actor_loss = -self.critic.q1_forward(data.observations, self.actor(data.observations)).mean()
                 actor_losses.append(actor_loss.item())
                 self.actor.optimizer.zero_grad()
                 actor_loss.backward()

@@ -1,6 +1,7 @@
 """Schedules, seeding, Polyak averaging and small helpers (stable_baselines3.common.utils)."""
 from __future__ import annotations
 
+import contextlib
 import random
 from typing import Callable, Iterable
 
@@ -96,6 +97,24 @@ def polyak_update(params: Iterable, target_params: Iterable, tau: float) -> None
             t *= 1.0 - tau
             t += src * tau
             tp._vc[0] += 1
+
+
+@contextlib.contextmanager
+def frozen(params):
+    """Within the block, `params` do not require grad (and get back their flags after it).
+
+    SAC's and TD3's actor losses run through the critic: SB3 lets that backward also compute the
+    critic's weight gradients, which the critic's next zero_grad() throws away. Freezing the
+    critic's own parameters while its actor-loss forward is recorded skips those GEMMs; the
+    actor's gradients (through the critic's inputs) are the same."""
+    params = [p for p in params if p.requires_grad]
+    for p in params:
+        p.requires_grad_(False)
+    try:
+        yield
+    finally:
+        for p in params:
+            p.requires_grad_(True)
 
 
 def explained_variance(y_pred: np.ndarray, y_true: np.ndarray) -> float:
