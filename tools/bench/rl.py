@@ -2,7 +2,7 @@
 """RL benchmark (issue 15: rtx-rl): wall-clock of the same algorithm, hyper-parameters (RL Baselines3
 Zoo's, rtx.rl.zoo) and timesteps in rtx.rl and in Stable-Baselines3 on torch CPU, side by side.
 
-    .venv/bin/python tools/bench/rl.py [--cases ppo,dqn,sac] [--threads 1] [--fraction 1.0] \\
+    .venv/bin/python tools/bench/rl.py [--cases ppo,dqn,sac] [--threads 1] [--fraction 1.0] [--repeat 1] \\
         [--sb3-python /work/venvs/sb3/bin/python]
 
 Cases: PPO CartPole-v1 100k steps, DQN CartPole-v1 100k, SAC Pendulum-v1 20k. Both sides run with
@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 
@@ -70,19 +71,31 @@ def main(argv=None):
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--sb3-python", default=os.environ.get("RTX_BENCH_SB3_PYTHON"))
     p.add_argument("--fraction", type=float, default=1.0, help="share of each case's timesteps to run")
+    p.add_argument("--repeat", type=int, default=1,
+                   help="rtx and SB3 runs per case, alternated (rtx, SB3, rtx, SB3, ...); medians are reported")
     args = p.parse_args(argv)
     if not 0 < args.fraction <= 1:
         raise SystemExit(f"--fraction must be in (0, 1], got {args.fraction}")
+    if args.repeat < 1:
+        raise SystemExit(f"--repeat must be >= 1, got {args.repeat}")
+    # The load average is printed with the figures: on a shared machine it decides how noisy they are.
+    print(f"load average {os.getloadavg()[0]:.1f} at start; {args.repeat} run(s) per side, medians")
     print(f"{'case':<28} {'rtx s':>8} {'SB3 s':>8} {'rtx/SB3':>8}")
     for algo in args.cases.split(","):
         env_id, budget = CASES[algo]
         steps = int(budget * args.fraction)
-        rtx_s = run(sys.executable, "rtx", algo, env_id, steps, args.threads)
-        sb3_s = run(args.sb3_python, "sb3", algo, env_id, steps, args.threads) if args.sb3_python else None
+        rtx_runs, sb3_runs = [], []
+        for _ in range(args.repeat):  # alternated, so a change of load hits both sides alike
+            rtx_runs.append(run(sys.executable, "rtx", algo, env_id, steps, args.threads))
+            if args.sb3_python:
+                sb3_runs.append(run(args.sb3_python, "sb3", algo, env_id, steps, args.threads))
+        rtx_s = statistics.median(rtx_runs)
+        sb3_s = statistics.median(sb3_runs) if sb3_runs else None
         ratio = f"{rtx_s / sb3_s:8.2f}" if sb3_s else f"{'-':>8}"
         sb3 = f"{sb3_s:8.1f}" if sb3_s else f"{'-':>8}"
         case = f"{algo.upper()} {env_id} {steps / 1000:g}k"
         print(f"{case:<28} {rtx_s:8.1f} {sb3} {ratio}", flush=True)
+    print(f"load average {os.getloadavg()[0]:.1f} at end")
 
 
 if __name__ == "__main__":
