@@ -186,3 +186,27 @@ def test_concurrent_writers_and_readers(tmp_path, online_spec):
         t.join(30)
     assert [code for code, _ in outcomes] == [0, 0], [err for _, err in outcomes]
     assert not errors, errors[:3]
+
+
+def test_timestamps_round_trip_and_feast_json_format(tmp_path, online_spec):
+    # Event timestamps come back as the same doubles (SQLite prints them with 17 digits, Redis stores repr), and
+    # the server's ISO strings equal datetime's own formatting (microseconds only when not zero).
+    from rtx.feature_store.store import iso_timestamps
+    r = random.Random(5)
+    stamps = [T0 + dt.timedelta(seconds=s, microseconds=r.randrange(10**6) if i % 3 else 0)
+              for i, s in enumerate(r.sample(range(10**6), 40))]
+    ev = {"driver_id": list(range(40)), "ts": stamps, "created": stamps, "rate": [r.random() for _ in range(40)],
+          "trips": [r.randrange(9) for _ in range(40)]}
+    store = make_repo(tmp_path, online_spec, ev)
+    store.materialize(T0 - H, T0 + dt.timedelta(days=30))
+    ids = [3, 1000, 0, 39, 3]  # a missing key and a repeated one, as columns (the server's form)
+    got = store.get_online_features(["stats:rate", "stats:trips"], {"driver_id": ids})
+    epoch = dt.datetime(1970, 1, 1)
+    want = [None if i >= 40 else (stamps[i] - epoch).total_seconds() for i in ids]
+    assert got.to_dict(include_event_timestamps=True)["rate__ts"] == want
+    assert got.to_dict()["rate"] == [None if i >= 40 else ev["rate"][i] for i in ids]
+    assert got.statuses["trips"] == ["PRESENT", "NOT_FOUND", "PRESENT", "PRESENT", "PRESENT"]
+    iso = got.to_feast_json()["results"][1]["event_timestamps"]
+    assert iso == ["1970-01-01T00:00:00Z" if i >= 40 else stamps[i].isoformat() + "Z" for i in ids]
+    assert iso_timestamps([0.5, -1.0, None, 1e9]) == ["1970-01-01T00:00:00.500000Z", "1969-12-31T23:59:59Z",
+                                                      "1970-01-01T00:00:00Z", "2001-09-09T01:46:40Z"]

@@ -5,6 +5,7 @@ import datetime as dt
 import math
 import time
 import tomllib
+from itertools import repeat
 from pathlib import Path
 
 import numpy as np
@@ -98,6 +99,15 @@ class RetrievalJob:
         return rtx.data.TensorDataset(x, rtx.tensor(col(label)))
 
 
+def iso_timestamps(ts):
+    """Epoch seconds (None: the epoch) -> ISO 8601 UTC strings as Feast's server writes them: microseconds only
+    when not zero, then "Z". NumPy formats the lot in one call (five times faster than a datetime per row)."""
+    if None in ts:
+        ts = [0.0 if t is None else t for t in ts]
+    us = np.rint(np.asarray(ts, dtype=np.float64) * 1e6).astype("datetime64[us]")
+    return [s[:-7] + "Z" if s.endswith(".000000") else s + "Z" for s in np.datetime_as_string(us, unit="us").tolist()]
+
+
 class OnlineResponse:
     def __init__(self, keys, names, values, statuses, timestamps):
         self.keys, self.names = keys, names  # keys: {join key: [values]}, names: feature output names
@@ -114,26 +124,52 @@ class OnlineResponse:
     def to_feast_json(self):
         """Feast's feature-server response: metadata.feature_names and one result (values, statuses,
         event_timestamps) per column, join keys first."""
-        cache = {}  # the views' features share their rows' timestamps: format each distinct one once
-
-        def iso(t):
-            s = cache.get(t)
-            if s is None:
-                s = cache[t] = ((EPOCH + dt.timedelta(seconds=t)).isoformat() + "Z" if t is not None
-                                else "1970-01-01T00:00:00Z")
-            return s
         names = list(self.keys) + self.names
         results = []
         for v in self.keys.values():
-            results.append({"values": list(v), "statuses": [PRESENT] * len(v), "event_timestamps": [iso(0)] * len(v)})
+            results.append({"values": list(v), "statuses": [PRESENT] * len(v),
+                            "event_timestamps": ["1970-01-01T00:00:00Z"] * len(v)})
         formatted = {}  # a view's features share one timestamps list: format it once
         for n in self.names:
             ts = self.timestamps[n]
             if id(ts) not in formatted:
-                formatted[id(ts)] = [iso(t) for t in ts]
+                formatted[id(ts)] = iso_timestamps(ts)
             results.append({"values": self.values[n], "statuses": self.statuses[n],
                             "event_timestamps": formatted[id(ts)]})
         return {"metadata": {"feature_names": names}, "results": results}
+
+
+_NO_VALUES = {}  # the values of a row that is missing or too old: every feature reads as None
+
+
+class _EntityRows:
+    """Entity rows given as a dict of columns (the feature server's form: used as is) or a list of dicts; read
+    by column, so a lookup never builds a dict per row."""
+
+    def __init__(self, entity_rows):
+        if isinstance(entity_rows, dict):
+            cols = {k: v if isinstance(v, list) else list(v) for k, v in entity_rows.items()}
+            lens = {len(v) for v in cols.values()}
+            if len(lens) > 1:
+                raise ValueError(f"entity_rows columns differ in length: {sorted(lens)}")
+            self.n, self.cols, self.rows = (lens.pop() if lens else 0), cols, None
+        elif isinstance(entity_rows, list) and all(isinstance(r, dict) for r in entity_rows):
+            self.n, self.cols, self.rows = len(entity_rows), {}, entity_rows
+        else:
+            raise TypeError("entity_rows must be a list of dicts or a dict of lists")
+
+    def column(self, key, message):
+        """The values of `key`; if a row lacks it, ValueError(message(that row))."""
+        col = self.cols.get(key)
+        if col is not None:
+            return col
+        if self.rows is None:
+            raise ValueError(message({k: v[0] for k, v in self.cols.items()} if self.n else {}))
+        for r in self.rows:
+            if key not in r:
+                raise ValueError(message(r))
+        col = self.cols[key] = [r[key] for r in self.rows]
+        return col
 
 
 def _coerce_key(value, dtype, key):
@@ -183,6 +219,7 @@ class FeatureStore:
         # process refreshes at once), so an online lookup does not pay for registry queries.
         self.registry_cache_ttl = registry_cache_ttl
         self._cache = None
+        self._plans = (None, {})  # get_online_features' resolved feature lists, per registry snapshot
 
     # -- definitions -----------------------------------------------------------------------------------------
     def apply(self, objects, allow_breaking=False):
@@ -445,80 +482,98 @@ class FeatureStore:
         return len(rows)
 
     # -- online --------------------------------------------------------------------------------------------
+    def _online_plan(self, features):
+        """(view groups, {join key: entity value type}) for a feature list, memoized while the registry cache
+        holds: a server asking for the same features on every request resolves them once."""
+        self._defs()  # refreshes self._cache when it is older than registry_cache_ttl
+        memo_key = tuple(features) if isinstance(features, list) and all(type(f) is str for f in features) else None
+        if self._plans[0] is not self._cache:
+            self._plans = (self._cache, {})
+        plan = self._plans[1].get(memo_key) if memo_key is not None else None
+        if plan is None:
+            groups = self._group(self._resolve(features))
+            key_types = {k: e.value_type for e in self.list_entities() for k in e.join_keys}
+            plan = (groups, key_types)
+            if memo_key is not None and len(self._plans[1]) < 1024:
+                self._plans[1][memo_key] = plan
+        return plan
+
     def get_online_features(self, features, entity_rows, full_feature_names=False, now=None):
         """Latest values per entity row, with a status per value: PRESENT, NOT_FOUND, OUTSIDE_MAX_AGE (older
         than the view's ttl: value None, as Feast) or NULL_VALUE. `entity_rows`: list of dicts or dict of lists."""
-        if isinstance(entity_rows, dict):
-            lens = {len(v) for v in entity_rows.values()}
-            if len(lens) > 1:
-                raise ValueError(f"entity_rows columns differ in length: {sorted(lens)}")
-            n = lens.pop() if lens else 0
-            entity_rows = [{k: v[i] for k, v in entity_rows.items()} for i in range(n)]
-        if not isinstance(entity_rows, list) or not all(isinstance(r, dict) for r in entity_rows):
-            raise TypeError("entity_rows must be a list of dicts or a dict of lists")
+        rows = _EntityRows(entity_rows)
+        n = rows.n
         now = time.time() if now is None else epoch(now)
-        groups = self._group(self._resolve(features))
-        ents = {e.name: e for e in self.list_entities()}
-        key_types = {}
-        for e in ents.values():
-            for k in e.join_keys:
-                key_types[k] = e.value_type
+        groups, key_types = self._online_plan(features)
         values, statuses, stamps, names = {}, {}, {}, []
-        fetched = {}  # view name -> [(vals, ts) or None], reused by on-demand views
+        fetched = {}  # view name -> (docs, stamps), reused by on-demand views
 
         def fetch(view):
             if view.name not in fetched:
-                keys, jk = [], view.join_keys
+                jk = view.join_keys
+                def lacks(r, jk=jk, name=view.name):
+                    return f"entity row {r} lacks join key(s) {[k for k in jk if k not in r]} of feature view {name!r}"
+                cols = [rows.column(k, lacks) for k in jk]
                 types = [key_types.get(k) for k in jk]
-                for r in entity_rows:
-                    missing = [k for k in jk if k not in r]
-                    if missing:
-                        raise ValueError(f"entity row {r} lacks join key(s) {missing} of feature view {view.name!r}")
-                    keys.append(entity_key([_coerce_key(r[k], t, k) for k, t in zip(jk, types)]))
-                fetched[view.name] = self.online.read(view.name, keys)
+                if not jk:
+                    keys = [entity_key([])] * n
+                elif len(jk) == 1 and types[0] in ("Int64", "Int32") and all(type(v) is int for v in cols[0]):
+                    keys = [f"[{v}]" for v in cols[0]]  # the common case: entity_key() of each, inline
+                else:
+                    keys = [entity_key([_coerce_key(v, t, k) for v, t, k in zip(vals, types, jk)])
+                            for vals in zip(*cols)]
+                fetched[view.name] = self.online.read_columns(view.name, keys)
             return fetched[view.name]
 
-        def put(view, fs, got):
-            # Row states once per view (found, fresh), then one pass per feature: a lookup of 100 rows x 10
-            # features stays a few list comprehensions.
+        def put(view, fs, docs, ts):
+            # Row states once per view; then per feature one C-level pass for the values and, in the common case
+            # (every row found and fresh, no nulls), a status list made by repetition.
             ttl = getattr(view, "ttl", None)
-            stale = [g is not None and ttl is not None and now - g[1] > ttl for g in got]
-            docs = [None if g is None or old else g[0] for g, old in zip(got, stale)]
-            base = [NOT_FOUND if g is None else OUTSIDE_MAX_AGE if old else None for g, old in zip(got, stale)]
-            ts = [None if g is None else g[1] for g in got]
+            if None not in ts and (ttl is None or not ts or now - min(ts) <= ttl):
+                base = None
+            else:
+                base = [NOT_FOUND if t is None else OUTSIDE_MAX_AGE if ttl is not None and now - t > ttl else None
+                        for t in ts]
+                docs = [_NO_VALUES if b is not None else d for d, b in zip(docs, base)]
+                n_bad = n - base.count(None)
+                base_st = [b or PRESENT for b in base]  # the statuses of a feature without nulls
             for f in fs:
                 name = f"{view.name}__{f}" if full_feature_names else f
                 if name in values:
                     raise ValueError(f"feature name {name!r} requested twice; pass full_feature_names=True")
                 names.append(name)
-                vs = [None if d is None else d.get(f) for d in docs]
+                vs = list(map(dict.get, docs, repeat(f, n)))
                 values[name] = vs
-                statuses[name] = [b or (NULL_VALUE if x is None else PRESENT) for b, x in zip(base, vs)]
+                if base is None:
+                    statuses[name] = [PRESENT] * n if None not in vs else [
+                        NULL_VALUE if x is None else PRESENT for x in vs]
+                elif vs.count(None) == n_bad:  # None only where the row is missing or too old
+                    statuses[name] = list(base_st)
+                else:
+                    statuses[name] = [b or (NULL_VALUE if x is None else PRESENT) for b, x in zip(base, vs)]
                 stamps[name] = ts  # one list per view, shared by its features (to_dict copies)
 
         for view, fs in groups:
             if isinstance(view, OnDemandFeatureView):
-                inputs, ok = {}, [True] * len(entity_rows)
+                inputs, ok = {}, [True] * n
                 for s in view.sources:
                     if isinstance(s, RequestSource):
                         for fld in s.schema:
-                            miss = [r for r in entity_rows if fld.name not in r]
-                            if miss:
-                                raise ValueError(f"on-demand view {view.name!r} needs request field {fld.name!r}")
-                            inputs[fld.name] = [r[fld.name] for r in entity_rows]
+                            msg = f"on-demand view {view.name!r} needs request field {fld.name!r}"
+                            inputs[fld.name] = list(rows.column(fld.name, lambda r, msg=msg: msg))
                     else:
-                        got = fetch(s)
+                        docs, ts = fetch(s)
                         for f in s.features:
-                            inputs[f.name] = [None if g is None else g[0].get(f.name) for g in got]
-                        ok = [o and g is not None for o, g in zip(ok, got)]
+                            inputs[f.name] = [None if d is None else d.get(f.name) for d in docs]
+                        ok = [o and t is not None for o, t in zip(ok, ts)]
                 out = view.udf(inputs)
-                got = [({f: out[f][i] for f in fs}, now) if ok[i] else None for i in range(len(entity_rows))]
-                put(view, fs, got)
+                put(view, fs, [{f: out[f][i] for f in fs} if ok[i] else None for i in range(n)],
+                    [now if o else None for o in ok])
             else:
-                put(view, fs, fetch(view))
+                put(view, fs, *fetch(view))
         keys = {}
         for view, _ in groups:
             for k in getattr(view, "join_keys", []):
                 if k not in keys:
-                    keys[k] = [r.get(k) for r in entity_rows]
+                    keys[k] = list(rows.column(k, lambda r, k=k: f"entity row {r} lacks join key {k!r}"))
         return OnlineResponse(keys, names, values, statuses, stamps)
