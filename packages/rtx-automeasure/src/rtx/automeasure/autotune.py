@@ -157,11 +157,12 @@ class Autotuner:
         calls = [_config_call(self.fn, c) for c in self.configs]
         per_round = self.rep / self.rounds
         times = {i: [] for i in range(len(calls))}
-        for i, call in enumerate(calls):   # warm-up each once, as a first round would be unfair
-            do_bench(lambda: call(*args, **kwargs), warmup=self.warmup, rep=0, timer=self.timer)
+        runs = [functools.partial(call, *args, **kwargs) for call in calls]
+        for run in runs:   # warm-up each once, as a first round would be unfair
+            do_bench(run, warmup=self.warmup, rep=0, timer=self.timer)
         for _ in range(self.rounds):
-            for i, call in enumerate(calls):
-                times[i] += do_bench(lambda: call(*args, **kwargs), warmup=0, rep=per_round, timer=self.timer)
+            for i, run in enumerate(runs):
+                times[i] += do_bench(run, warmup=0, rep=per_round, timer=self.timer)
         return TuneResult(self.configs, self.default_index, times, choose(times, self.default_index, self.min_gain))
 
     def config_for(self, *args, **kwargs):
