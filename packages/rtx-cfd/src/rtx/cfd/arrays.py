@@ -44,6 +44,15 @@ class TensorKit:
         return rtx.cat(xs, dim=dim)
 
     @staticmethod
+    def ghosts(a, dim, inner, outer):
+        """a with one ghost layer on every side: inner(a) gives the (low, high) layers along dim,
+        outer(a with those) the layers along the other dim (they may read the first ones)."""
+        lo, hi = inner(a)
+        a = rtx.cat([lo, a, hi], dim=dim)
+        lo, hi = outer(a)
+        return rtx.cat([lo, a, hi], dim=1 - dim)
+
+    @staticmethod
     def where(cond, a, b):
         return rtx.where(cond, a, b)
 
@@ -70,11 +79,34 @@ class TensorKit:
         return rtx.zeros(n, dtype=values.dtype, device=values.device).index_add(0, idx, values).reshape(shape)
 
 
+_HEAP_SETTLED = False
+
+
+def settle_heap():
+    """Keep glibc from handing the step's temporaries back to the OS between steps.
+
+    A raw step makes ~60 arrays of the field size and frees most of them when its functions
+    return. glibc's malloc gives the top of its heap back to the OS whenever more than its trim
+    threshold is free there; that threshold is twice the largest block freed so far (128 KiB at
+    start), so it only grows once a large block has been freed. At 129x129 a field is 132 KiB, so every step returned about 1.5 MiB and paged
+    it in again: ~400 page faults per step, half the step's time (a plain NumPy loop, whose
+    temporaries live on until the next iteration overwrites them, took ~80). Freeing one 16 MiB
+    block raises both thresholds by glibc's own adaptive rule (mmap threshold 16 MiB, trim 32 MiB),
+    the same state any program reaches once it frees a large array. Elsewhere this is one
+    untouched allocation, once per process."""
+    global _HEAP_SETTLED
+    if not _HEAP_SETTLED:
+        block = np.empty(2 * 2 ** 20)  # 16 MiB: mapped and unmapped without touching its pages
+        del block
+        _HEAP_SETTLED = True
+
+
 class ArrayKit:
     """The same calls on the raw NumPy/CuPy arrays of the tensors in `consts`."""
     raw = True
 
     def __init__(self, consts, dtype, device):
+        settle_heap()
         arrays = {k: raw(v) for k, v in consts.items()}
         self.__dict__.update(arrays)
         self.xp = xp_of(next(v for v in consts.values() if isinstance(v, rtx.Tensor)))
@@ -82,6 +114,21 @@ class ArrayKit:
 
     def cat(self, xs, dim):
         return self.xp.concatenate(xs, axis=dim)
+
+    def ghosts(self, a, dim, inner, outer):
+        """TensorKit.ghosts written into one new array (two concatenations copied the field twice)."""
+        out = self.xp.empty((a.shape[0] + 2, a.shape[1] + 2), dtype=a.dtype)
+        out[1:-1, 1:-1] = a
+        lo, hi = inner(a)
+        if dim == 1:
+            out[1:-1, :1], out[1:-1, -1:] = lo, hi
+            lo, hi = outer(out[1:-1])
+            out[:1], out[-1:] = lo, hi
+        else:
+            out[:1, 1:-1], out[-1:, 1:-1] = lo, hi
+            lo, hi = outer(out[:, 1:-1])
+            out[:, :1], out[:, -1:] = lo, hi
+        return out
 
     def where(self, cond, a, b):
         return self.xp.where(cond, a, b)

@@ -214,36 +214,39 @@ class NavierStokes2D:
         """u with one ghost layer on every side: (ny + 2, nx + 3)."""
         b, k = self.bcs, self._kit(u)
         if b["left"].kind == "periodic":
-            u = k.cat([u[:, -2:-1], u, u[:, 1:2]], 1)
+            cols = lambda a: (a[:, -2:-1], a[:, 1:2])  # noqa: E731
         else:
-            u = k.cat([u[:, :1], u, u[:, -1:]], 1)
+            cols = lambda a: (a[:, :1], a[:, -1:])  # noqa: E731
         if b["bottom"].kind == "periodic":
-            return k.cat([u[-1:], u, u[:1]], 0)
-        xs = self._xs_ext
-        lo = self._tangential_ghost(b["bottom"], u[:1], xs, k)
-        hi = self._tangential_ghost(b["top"], u[-1:], xs, k)
-        return k.cat([lo, u, hi], 0)
+            rows = lambda a: (a[-1:], a[:1])  # noqa: E731
+        else:
+            xs = self._xs_ext
+            rows = lambda a: (self._tangential_ghost(b["bottom"], a[:1], xs, k),  # noqa: E731
+                              self._tangential_ghost(b["top"], a[-1:], xs, k))
+        return k.ghosts(u, 1, cols, rows)
 
     def ext_v(self, v):
         """v with one ghost layer on every side: (ny + 3, nx + 2)."""
         b, k = self.bcs, self._kit(v)
         if b["bottom"].kind == "periodic":
-            v = k.cat([v[-2:-1], v, v[1:2]], 0)
+            rows = lambda a: (a[-2:-1], a[1:2])  # noqa: E731
         else:
-            v = k.cat([v[:1], v, v[-1:]], 0)
+            rows = lambda a: (a[:1], a[-1:])  # noqa: E731
         if b["left"].kind == "periodic":
-            return k.cat([v[:, -1:], v, v[:, :1]], 1)
-        ys = self._ys_ext
-        lo = self._tangential_ghost(b["left"], v[:, :1], ys, k)
-        hi = self._tangential_ghost(b["right"], v[:, -1:], ys, k)
-        return k.cat([lo, v, hi], 1)
+            cols = lambda a: (a[:, -1:], a[:, :1])  # noqa: E731
+        else:
+            ys = self._ys_ext
+            cols = lambda a: (self._tangential_ghost(b["left"], a[:, :1], ys, k),  # noqa: E731
+                              self._tangential_ghost(b["right"], a[:, -1:], ys, k))
+        return k.ghosts(v, 0, rows, cols)
 
     def ext_p(self, p):
         b, k = self.bcs, self._kit(p)
         def ghost(bc, edge, other):
             return other if bc.kind == "periodic" else (-edge if bc.kind == "outflow" else edge)
-        p = k.cat([ghost(b["left"], p[:, :1], p[:, -1:]), p, ghost(b["right"], p[:, -1:], p[:, :1])], 1)
-        return k.cat([ghost(b["bottom"], p[:1], p[-1:]), p, ghost(b["top"], p[-1:], p[:1])], 0)
+        cols = lambda a: (ghost(b["left"], a[:, :1], a[:, -1:]), ghost(b["right"], a[:, -1:], a[:, :1]))  # noqa: E731
+        rows = lambda a: (ghost(b["bottom"], a[:1], a[-1:]), ghost(b["top"], a[-1:], a[:1]))  # noqa: E731
+        return k.ghosts(p, 1, cols, rows)
 
     def apply_normal_bc(self, u, v):
         """Set the boundary-normal face values: walls 0, inflow the profile, outflow a copy of the
@@ -319,7 +322,10 @@ class NavierStokes2D:
         ucen, vcen = (a + b) * 0.5, (c + d) * 0.5
         fuu = self._flux(ucen, a, b, cux, 1, k, ucen)
         fuv_y = self._flux(vcor, du_lo, du_hi, cuy, 0, k, ucor)  # u momentum through horizontal edges (corners)
-        fuv_x = self._flux(ucor, dv_l, dv_r, cvx, 1, k, vcor)    # v momentum through vertical edges
+        if self.gamma or self.kappa:
+            fuv_x = self._flux(ucor, dv_l, dv_r, cvx, 1, k, vcor)  # v momentum through vertical edges
+        else:  # central: both corner fluxes are ucor * vcor (the product commutes exactly)
+            fuv_x = fuv_y
         fvv = self._flux(vcen, c, d, cvy, 0, k, vcen)
         idx2, idy2 = 1.0 / self._dx ** 2, 1.0 / self._dy ** 2
         Uc2, Vc2 = 2 * U[1:-1, 1:-1], 2 * V[1:-1, 1:-1]
