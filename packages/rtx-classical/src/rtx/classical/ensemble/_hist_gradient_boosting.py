@@ -118,7 +118,8 @@ def _grow_tree(cd, g, h, edges, est):
             kids.append(len(feature))
             feature.append(-1), threshold.append(0.0), left.append(-1), right.append(-1), value.append(0.0)
         feature[node], threshold[node], left[node], right[node] = f, float(edges[f][b]), kids[0], kids[1]
-        small, big = (0, 1) if go_left.sum() <= (~go_left).sum() else (1, 0)
+        n_left = int(np.count_nonzero(go_left))
+        small, big = (0, 1) if n_left <= len(rows) - n_left else (1, 0)
         parts = (rows[go_left], rows[~go_left])
         hists = [None, None]
         hists[small] = cd.hist(parts[small], g[parts[small]], h[parts[small]])
