@@ -100,9 +100,6 @@ _Elu = _pointwise(
                                                          np.expm1(a * input_scale) * (alpha * scale)),
     lambda g, x, y, alpha, scale, input_scale: _where(x > 0, g * scale,
                                                       g * (x * input_scale).exp() * (alpha * scale * input_scale)))
-_Silu = _pointwise(
-    "Silu", lambda a: a * _sigmoid_array(a),
-    lambda g, x, y: _silu_grad(g, x))
 # tanh(softplus(a)): softplus' threshold (20) needs no special case, tanh is exactly 1 beyond it.
 _Mish = _pointwise(
     "Mish", lambda a: a * np.tanh(np.logaddexp(0, a)),
@@ -392,6 +389,53 @@ def gelu(input, approximate="none"):
 
 
 # ---- the rest of the pointwise family -------------------------------------------------------------
+
+
+def _sigmoid_into(a):
+    """_sigmoid_array(a) for a NumPy array with two temporaries instead of eight and no masked
+    select (np.where/copyto with a mask cost 1 ms of the 1.3 ms for 262k float32, measured):
+    the numerator exp(min(a, 0)) is exactly 1 where a >= 0 and exactly exp(-|a|) elsewhere, so
+    the values are _sigmoid_array's. SiLU's sigmoid was a tenth of a UNet training step."""
+    d = np.abs(a)
+    np.negative(d, out=d)
+    np.exp(d, out=d)        # ez = exp(-|a|)
+    d += 1
+    s = np.minimum(a, 0)
+    np.exp(s, out=s)
+    s /= d                  # 1 / (1 + ez) where a >= 0, ez / (1 + ez) elsewhere
+    return s
+
+
+class _Silu(Primitive, op="silu"):
+    """x * sigmoid(x). The forward keeps sigmoid(x), so a first-order backward is NumPy
+    arithmetic with no second sigmoid; under create_graph the backward is Tensor ops."""
+
+    @staticmethod
+    def forward(ctx, a):
+        ctx.save_for_backward(a)
+        x = a._data
+        if type(x) is np.ndarray and x.dtype.kind == "f":
+            s = _sigmoid_into(x)
+            ctx.sig = s
+            return x * s
+        ctx.sig = None
+        return x * _sigmoid_array(x)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        s, g = ctx.sig, grad._data
+        if not _state.enabled and s is not None and type(g) is np.ndarray and g.dtype == s.dtype:
+            t = 1 - s
+            t *= x._data
+            t += 1
+            out = g * s
+            out *= t        # g * s * (1 + x * (1 - s)), multiplied in _silu_grad's order
+            return Tensor._make(out)
+        return _silu_grad(grad, x)
+
+
+_Silu.__name__ = _Silu.__qualname__ = "SiluBackward"
 
 
 def silu(input, inplace=False):
