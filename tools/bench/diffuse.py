@@ -12,7 +12,11 @@ Workloads: one training step of UNet2DModel (batch 32, 1x16x16, block_out_channe
 DownBlock2D+AttnDownBlock2D, AdamW, MSE on DDPM noise) and a 50-step DDIM sampling loop (batch 8) with the
 same UNet. diffusers runs in its own interpreter when --diffusers-python (or $RTX_BENCH_DIFFUSERS_PYTHON)
 names one with diffusers installed (python3 -m venv /work/venvs/diffusers; pip install torch==2.13.0
-diffusers==0.42.1); the ratio column is rtx / diffusers (below 1: rtx is faster). Best of --repeat.
+diffusers==0.42.1); the ratio columns are rtx / diffusers (below 1: rtx is faster), for wall time and for process CPU time
+(which the shared machine's load moves less). Best of --repeat. Run both sides with one thread
+(OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1): on the 2-core machine shared by several jobs, multi-threaded
+torch loses most to the contention (load ~12 once gave 0.43x/0.19x in rtx's favour that one thread a side
+does not reproduce).
 """
 from __future__ import annotations
 
@@ -57,13 +61,16 @@ def ddim_loop():
             x = s.step(unet(x, t).sample, t, x).prev_sample
 
 def best(fn, n):
+    """(min wall seconds, min process CPU seconds) over n runs after a warm-up: on the shared machine
+    the CPU time moves less with the load than the wall time."""
     fn()
-    times = []
+    walls, cpus = [], []
     for _ in range(n):
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         fn()
-        times.append(time.perf_counter() - start)
-    return min(times)
+        walls.append(time.perf_counter() - start)
+        cpus.append(time.process_time() - cpu)
+    return min(walls), min(cpus)
 
 print(json.dumps({"train step (b32, 16x16)": best(train_step, repeat),
                   "DDIM 50 steps (b8, 16x16)": best(ddim_loop, max(1, repeat // 2))}))
@@ -89,10 +96,17 @@ def main():
         return digits_step_time(a.digits_steps)
     ours = run(sys.executable, "rtx", a.repeat)
     theirs = run(a.diffusers_python, "diffusers", a.repeat) if a.diffusers_python else None
-    print(f"{'workload':<28} {'rtx':>10} {'diffusers':>10} {'rtx/diffusers':>14}")
-    for name, t in (ours or {}).items():
-        d = (theirs or {}).get(name)
-        print(f"{name:<28} {t * 1e3:8.1f}ms " + (f"{d * 1e3:8.1f}ms {t / d:13.2f}x" if d else f"{'-':>10} {'-':>14}"))
+    load = open("/proc/loadavg").read().split()[0] if os.path.exists("/proc/loadavg") else "?"
+    print(f"wall and process CPU time, best of --repeat; load average {load}, "
+          f"OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', 'unset')}")
+    print(f"{'workload':<28} {'rtx':>10} {'diffusers':>10} {'ratio':>7}   {'rtx cpu':>10} {'diff. cpu':>10} {'ratio':>7}")
+    for name, (t, c) in (ours or {}).items():
+        d, dc = (theirs or {}).get(name, (None, None))
+        if d:
+            print(f"{name:<28} {t * 1e3:8.1f}ms {d * 1e3:8.1f}ms {t / d:6.2f}x   "
+                  f"{c * 1e3:8.1f}ms {dc * 1e3:8.1f}ms {c / dc:6.2f}x")
+        else:
+            print(f"{name:<28} {t * 1e3:8.1f}ms {'-':>10} {'-':>7}   {c * 1e3:8.1f}ms")
 
 
 def digits_step_time(n):

@@ -28,10 +28,13 @@ class Attention(nn.Module):
     def forward(self, hidden_states, encoder_hidden_states=None, attention_mask=None, **_):
         residual = hidden_states
         spatial = hidden_states.dim() == 4
-        if spatial:  # (B, C, H, W) -> (B, H*W, C) tokens
+        if spatial:  # (B, C, H, W) -> (B, H*W, C) tokens, normalised while still channels-first
             b, c, h, w = hidden_states.shape
-            hidden_states = hidden_states.reshape(b, c, h * w).transpose(1, 2)
-        if self.group_norm is not None:
+            hidden_states = hidden_states.reshape(b, c, h * w)
+            if self.group_norm is not None:
+                hidden_states = self.group_norm(hidden_states)
+            hidden_states = hidden_states.transpose(1, 2)
+        elif self.group_norm is not None:
             hidden_states = self.group_norm(hidden_states.transpose(1, 2)).transpose(1, 2)
         context = hidden_states if encoder_hidden_states is None else encoder_hidden_states
         b, n = hidden_states.shape[:2]
@@ -47,7 +50,8 @@ class Attention(nn.Module):
             out = out.transpose(1, 2).reshape(residual.shape)
         if self.residual_connection:
             out = out + residual
-        return out / self.rescale_output_factor
+        # x / 1.0 is x: skip a whole-tensor op and its backward node for the default factor
+        return out if self.rescale_output_factor == 1.0 else out / self.rescale_output_factor
 
 
 class FeedForward(nn.Module):
