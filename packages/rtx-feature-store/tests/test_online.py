@@ -1,5 +1,6 @@
 """Materialization and online retrieval; every test runs against SQLite and a real redis-server."""
 import datetime as dt
+import json
 import random
 import runpy
 import subprocess
@@ -207,6 +208,7 @@ def test_timestamps_round_trip_and_feast_json_format(tmp_path, online_spec):
     assert got.to_dict()["rate"] == [None if i >= 40 else ev["rate"][i] for i in ids]
     assert got.statuses["trips"] == ["PRESENT", "NOT_FOUND", "PRESENT", "PRESENT", "PRESENT"]
     iso = got.to_feast_json()["results"][1]["event_timestamps"]
+    assert json.loads(got.to_feast_json_bytes()) == got.to_feast_json()  # the server's text
     assert iso == ["1970-01-01T00:00:00Z" if i >= 40 else stamps[i].isoformat() + "Z" for i in ids]
     assert iso_timestamps([0.5, -1.0, None, 1e9]) == ["1970-01-01T00:00:00.500000Z", "1969-12-31T23:59:59Z",
                                                       "1970-01-01T00:00:00Z", "2001-09-09T01:46:40Z"]

@@ -126,3 +126,35 @@ def test_server_bad_input_never_5xx(repo):
     finally:
         proc.terminate()
         proc.wait(10)
+
+
+def test_server_workers_share_the_port(repo):
+    # --workers 2: two processes bound to one port (SO_REUSEPORT); every connection is answered, by either, with
+    # the in-process answer; SIGTERM stops both and the command exits 0.
+    (repo / "features.toml").write_text(TOML.replace("ttl_seconds = 86400", "ttl_seconds = 0"))
+    assert rtx("apply", "--repo", str(repo)).returncode == 0
+    assert rtx("materialize-incremental", "2030-01-01", "--repo", str(repo)).returncode == 0
+    port = free_port()
+    code = "import sys; from rtx.runtime.cli import main; sys.exit(main(sys.argv[1:]))"
+    proc = subprocess.Popen([sys.executable, "-c", code, "feature-store", "serve", "--repo", str(repo), "--port",
+                             str(port), "--workers", "2"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    base = f"http://127.0.0.1:{port}"
+    body = {"features": ["driver_stats:conv_rate", "driver_stats:trips"], "entities": {"driver_id": [1, 3, 2]}}
+    want = FeatureStore(repo).get_online_features(body["features"], body["entities"]).to_feast_json()
+    try:
+        for _ in range(400):
+            try:
+                if httpx.get(base + "/health").status_code == 200:
+                    break
+            except httpx.HTTPError:
+                time.sleep(0.05)
+        else:
+            pytest.fail(proc.stderr.read1().decode())
+        for _ in range(20):  # a new connection each time: the kernel picks a worker per connection
+            r = httpx.post(base + "/get-online-features", json=body)
+            assert r.status_code == 200 and r.json() == want
+        children = subprocess.run(["ps", "--ppid", str(proc.pid), "-o", "cmd="], capture_output=True, text=True)
+        assert children.stdout.count("spawn_main") == 2, children.stdout
+    finally:
+        proc.terminate()
+        assert proc.wait(30) == 0, proc.stderr.read().decode()

@@ -4,7 +4,7 @@
     rtx feature-store materialize START END --repo DIR
     rtx feature-store materialize-incremental END --repo DIR
     rtx feature-store list --repo DIR
-    rtx feature-store serve --repo DIR [--host 127.0.0.1] [--port 6566]
+    rtx feature-store serve --repo DIR [--host 127.0.0.1] [--port 6566] [--workers N]
 
 Times are ISO 8601 (naive = UTC). Exit status: 0 on success, 1 on an error, 2 on a usage error."""
 from __future__ import annotations
@@ -35,6 +35,8 @@ def feature_store_command(argv: list[str]) -> int:
     s = add("serve", "run the feature server")
     s.add_argument("--host", default="127.0.0.1")
     s.add_argument("--port", type=int, default=6566)  # Feast's default feature-server port
+    s.add_argument("--workers", type=int, default=1,
+                   help="server processes sharing the port (SO_REUSEPORT), as `rtx serve --workers`")
     args = p.parse_args(argv)
     if args.cmd is None:
         p.print_usage(sys.stderr)
@@ -69,18 +71,30 @@ def feature_store_command(argv: list[str]) -> int:
             for s in store.list_feature_services():
                 print(f"feature_service {s.name} v{s.version} features={s.features}")
         elif args.cmd == "serve":
-            import uvicorn
+            from functools import partial
 
-            from .definitions import OnDemandFeatureView
-            from .server import create_app
-            try:  # on-demand views' functions come from the repo's own definitions file
-                for o in load_definitions(args.repo):
-                    if isinstance(o, OnDemandFeatureView):
-                        store._udfs[o.name] = o.udf
-            except FileNotFoundError:
-                pass
-            uvicorn.run(create_app(store), host=args.host, port=args.port, log_level="warning")
+            from .server import serve
+            if args.workers < 1:
+                raise ValueError(f"--workers must be >= 1, got {args.workers}")
+            return serve(partial(open_for_serving, args.repo, args.online_store), args.host, args.port, args.workers)
     except (BreakingChangeError, ValueError, KeyError, TypeError, FileNotFoundError) as e:
         print(f"{PROG} {args.cmd}: error: {e}", file=sys.stderr)
         return 1
     return 0
+
+
+def open_for_serving(repo, online_store):
+    """The FeatureStore a server (or each of its workers) answers from, with the on-demand views' functions
+    loaded from the repository's own definitions file."""
+    from .definitions import OnDemandFeatureView
+    from .repo import load_definitions
+    from .store import FeatureStore
+
+    store = FeatureStore(repo, online_store=online_store)
+    try:
+        for o in load_definitions(repo):
+            if isinstance(o, OnDemandFeatureView):
+                store._udfs[o.name] = o.udf
+    except FileNotFoundError:
+        pass
+    return store

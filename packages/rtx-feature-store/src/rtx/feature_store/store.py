@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import json
 import math
 import time
 import tomllib
@@ -138,6 +139,43 @@ class OnlineResponse:
                             "event_timestamps": formatted[id(ts)]})
         return {"metadata": {"feature_names": names}, "results": results}
 
+
+    def to_feast_json_bytes(self):
+        """to_feast_json() as UTF-8 JSON text, made without encoding the same list twice: the features of a view
+        share one timestamps list and mostly the same statuses, which the plain encoder would write out (and
+        spend as much CPU as on the values) once per feature."""
+        enc = _FEAST_ENCODER.encode
+        done = {}  # id(list) -> its JSON, for lists shared between columns
+
+        def shared(lst):
+            j = done.get(id(lst))
+            if j is None:
+                j = done[id(lst)] = enc(lst)
+            return j
+        present = {}  # n -> JSON of [PRESENT] * n
+
+        def status_json(st):
+            n = len(st)
+            if n not in present:
+                present[n] = ([PRESENT] * n, enc([PRESENT] * n))
+            return present[n][1] if st == present[n][0] else enc(st)
+        parts = []
+        for v in self.keys.values():
+            parts.append(f'{{"values":{enc(list(v))},"statuses":{status_json([PRESENT] * len(v))},'
+                         f'"event_timestamps":{enc(["1970-01-01T00:00:00Z"] * len(v))}}}')
+        formatted = {}
+        for n in self.names:
+            ts = self.timestamps[n]
+            if id(ts) not in formatted:
+                formatted[id(ts)] = iso_timestamps(ts)
+            parts.append(f'{{"values":{enc(self.values[n])},"statuses":{status_json(self.statuses[n])},'
+                         f'"event_timestamps":{shared(formatted[id(ts)])}}}')
+        names = enc(list(self.keys) + self.names)
+        return f'{{"metadata":{{"feature_names":{names}}},"results":[{",".join(parts)}]}}'.encode()
+
+
+# As Starlette's JSONResponse: compact, UTF-8, and no NaN/Infinity (not JSON).
+_FEAST_ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))
 
 _NO_VALUES = {}  # the values of a row that is missing or too old: every feature reads as None
 
