@@ -94,7 +94,11 @@ def main(argv=None):
         ratio = f"{rtx_s / sb3_s:8.2f}" if sb3_s else f"{'-':>8}"
         sb3 = f"{sb3_s:8.1f}" if sb3_s else f"{'-':>8}"
         case = f"{algo.upper()} {env_id} {steps / 1000:g}k"
-        print(f"{case:<28} {rtx_s:8.1f} {sb3} {ratio}", flush=True)
+        runs = ""
+        if args.repeat > 1:  # every run, so the spread is visible next to the medians
+            runs = "   runs: rtx " + "/".join(f"{t:.1f}" for t in rtx_runs)
+            runs += (", SB3 " + "/".join(f"{t:.1f}" for t in sb3_runs)) if sb3_runs else ""
+        print(f"{case:<28} {rtx_s:8.1f} {sb3} {ratio}{runs}", flush=True)
     print(f"load average {os.getloadavg()[0]:.1f} at end")
 
 
