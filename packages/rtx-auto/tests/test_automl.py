@@ -69,6 +69,27 @@ def test_digits_short_budget():
     assert clf.score(Xte, yte) >= 0.96
 
 
+def test_repeated_cv_out_of_fold_mean():
+    # cv_repeats=2: each candidate keeps 2 x 3 fold models and its out-of-fold prediction is the mean of the two
+    # repeats' out-of-fold predictions, recomputed here from scikit-learn's StratifiedKFold with the same shuffles
+    from sklearn.model_selection import StratifiedKFold
+    X, y = load_breast_cancer(return_X_y=True)
+    X = X[:200].astype(np.float32)
+    y = y[:200]
+    clf = AutoClassifier(time_budget=3, cv=3, cv_repeats=2, families=["lda"], random_state=0).fit(X, y)
+    c = clf.candidates_[0]
+    assert clf.cv_repeats_ == 2 and len(c["models"]) == 6
+    want, k = np.zeros((len(X), 2)), 0
+    for seed in (0, 7919):
+        for tr, va in StratifiedKFold(3, shuffle=True, random_state=seed).split(X, y):
+            m = clone(c["models"][k]).fit(X[tr], y[tr])
+            want[va] += m.predict_proba(X[va]) / 2
+            k += 1
+    np.testing.assert_allclose(c["oof"], want, rtol=1e-6, atol=1e-9)
+    # "auto": three repeats under 1000 rows, one above
+    assert AutoClassifier(time_budget=2, families=["lda"], random_state=0).fit(X, y).cv_repeats_ == 3
+
+
 def test_regressor_and_sklearn_api():
     X, y = load_diabetes(return_X_y=True)
     reg = AutoRegressor(time_budget=3, metric="rmse", families=["ridge", "knn"], random_state=0)
@@ -89,3 +110,5 @@ def test_bad_arguments():
         AutoClassifier(time_budget=1, families=["svm"]).fit(X, y)
     with pytest.raises(ValueError, match="time_budget"):
         AutoClassifier(time_budget=0).fit(X, y)
+    with pytest.raises(ValueError, match="cv_repeats"):
+        AutoClassifier(time_budget=1, cv_repeats=0).fit(X, y)

@@ -3,7 +3,8 @@
 The search (Optuna TPE, each model family's default configuration tried first, cheapest families first)
 scores every candidate pipeline (a scaler where the family needs one, standard or min-max as searched, + an
 rtx-classical estimator)
-by k-fold cross-validation and keeps its out-of-fold predictions. Caruana ensemble selection (greedy
+by k-fold cross-validation (repeated with other shuffles on small data) and keeps its out-of-fold
+predictions. Caruana ensemble selection (greedy
 forward selection with replacement over the out-of-fold predictions) then weights the best. The k fold
 models of each selected candidate are kept and averaged at predict time (AutoGluon's bagging), so there is
 no refit on the full data after the budget: the budget covers the whole fit."""
@@ -208,11 +209,12 @@ class _DecisionProba(ClassifierMixin, BaseEstimator):
 
 
 class _AutoBase(BaseEstimator):
-    def __init__(self, time_budget=60.0, metric=None, cv=5, *, families=None, ensemble_size=50, ensemble_nbest=20,
-                 random_state=None, verbose=0):
+    def __init__(self, time_budget=60.0, metric=None, cv=5, *, cv_repeats="auto", families=None, ensemble_size=50,
+                 ensemble_nbest=20, random_state=None, verbose=0):
         self.time_budget = time_budget
         self.metric = metric
         self.cv = cv
+        self.cv_repeats = cv_repeats
         self.families = families
         self.ensemble_size = ensemble_size
         self.ensemble_nbest = ensemble_nbest
@@ -245,7 +247,14 @@ class _AutoBase(BaseEstimator):
         unknown = [n for n in names if n not in fam]
         if unknown:
             raise ValueError(f"families must be among {list(fam)}, got unknown {unknown}")
-        splits = list(self._splitter().split(X, y_fit))
+        if not (self.cv_repeats == "auto" or (isinstance(self.cv_repeats, int) and self.cv_repeats >= 1)):
+            raise ValueError(f"cv_repeats must be 'auto' or a positive int, got {self.cv_repeats!r}")
+        # small data: repeat the k-fold split with other shuffles (auto-sklearn / AutoGluon do the same) and average
+        # each row's out-of-fold predictions. On breast cancer's 426 rows one 5-fold CV ranks candidates by noise
+        # (98-99% CV, 94-96.5% held out on split 0); three repeats cost 3x a candidate but rank on 3x the folds.
+        repeats = (3 if len(X) < 1000 else 1) if self.cv_repeats == "auto" else self.cv_repeats
+        self.cv_repeats_ = repeats if isinstance(self.cv, int) else 1
+        splits = [sp for r in range(self.cv_repeats_) for sp in self._splitter(r).split(X, y_fit)]
         seed = self.random_state if isinstance(self.random_state, int) else None
 
         score_time = []
@@ -281,7 +290,7 @@ class _AutoBase(BaseEstimator):
                     model = make_pipeline(_SCALERS[params["scaler"]](), est)
                 else:
                     model = make_pipeline(est)
-                oof, models, t0, ok = None, [], time.perf_counter(), True
+                oof, seen, models, t0, ok = None, np.zeros(len(X)), [], time.perf_counter(), True
                 mine = []
                 for tr, va in splits:
                     # a fold cannot be interrupted: start it only if it should end in time. Before this candidate's
@@ -305,7 +314,8 @@ class _AutoBase(BaseEstimator):
                     p = self._oof(m, X[va])
                     if oof is None:
                         oof = np.zeros((len(X),) + p.shape[1:])
-                    oof[va] = p
+                    oof[va] += p
+                    seen[va] += 1
                     models.append(m)
                 if not ok:
                     study.tell(trial, state=optuna.trial.TrialState.FAIL)
@@ -313,6 +323,7 @@ class _AutoBase(BaseEstimator):
                         print(f"[{time.perf_counter() - start:7.1f}s] {name:7s} skipped: its next fold would "
                               f"overrun the budget ({len(mine)} of {len(splits)} folds run)")
                     continue
+                oof /= seen.reshape((-1,) + (1,) * (oof.ndim - 1))   # the mean over the repeats
                 t1 = time.perf_counter()
                 s = float(score(y_fit, oof))
                 score_time.append(time.perf_counter() - t1)
@@ -363,6 +374,13 @@ class _AutoBase(BaseEstimator):
         return sum(w * np.mean([fn(m, X) for m in models], axis=0) for models, w in self.ensemble_)
 
 
+def _repeat_seed(random_state, repeat):
+    # repeat 0 keeps the one-split shuffle; the others shuffle differently (None stays None: fresh shuffles)
+    if repeat == 0 or not isinstance(random_state, int):
+        return random_state
+    return random_state + 7919 * repeat
+
+
 class _quiet_optuna:
     def __enter__(self):
         self.level = optuna.logging.get_verbosity()
@@ -387,9 +405,9 @@ class AutoClassifier(ClassifierMixin, _AutoBase):
             raise ValueError(f"AutoClassifier needs at least 2 classes in y, got {len(self.classes_)}")
         return self._le.transform(y)
 
-    def _splitter(self):
+    def _splitter(self, repeat=0):
         if isinstance(self.cv, int):
-            return StratifiedKFold(self.cv, shuffle=True, random_state=self.random_state)
+            return StratifiedKFold(self.cv, shuffle=True, random_state=_repeat_seed(self.random_state, repeat))
         return self.cv
 
     def _oof(self, model, X):
@@ -416,9 +434,9 @@ class AutoRegressor(RegressorMixin, _AutoBase):
     def _prepare_y(self, y):
         return np.asarray(y, dtype=np.float32)
 
-    def _splitter(self):
+    def _splitter(self, repeat=0):
         if isinstance(self.cv, int):
-            return KFold(self.cv, shuffle=True, random_state=self.random_state)
+            return KFold(self.cv, shuffle=True, random_state=_repeat_seed(self.random_state, repeat))
         return self.cv
 
     def _oof(self, model, X):
