@@ -88,12 +88,12 @@ def settle_heap():
     A raw step makes ~60 arrays of the field size and frees most of them when its functions
     return. glibc's malloc gives the top of its heap back to the OS whenever more than its trim
     threshold is free there; that threshold is twice the largest block freed so far (128 KiB at
-    start), so it only grows once a large block has been freed. At 129x129 a field is 132 KiB, so every step returned about 1.5 MiB and paged
-    it in again: ~400 page faults per step, half the step's time (a plain NumPy loop, whose
-    temporaries live on until the next iteration overwrites them, took ~80). Freeing one 16 MiB
-    block raises both thresholds by glibc's own adaptive rule (mmap threshold 16 MiB, trim 32 MiB),
-    the same state any program reaches once it frees a large array. Elsewhere this is one
-    untouched allocation, once per process."""
+    start), so it only grows once a large block has been freed. At 129x129 a field is 132 KiB,
+    so every step returned about 1.5 MiB and paged it in again: ~400 page faults per step, half
+    the step's time (a plain NumPy loop, whose temporaries live on until the next iteration
+    overwrites them, took ~80). Freeing one 16 MiB block raises both thresholds by glibc's own
+    adaptive rule (mmap threshold 16 MiB, trim 32 MiB), the state any program reaches once it
+    frees a large array. Elsewhere this is one untouched allocation, once per process."""
     global _HEAP_SETTLED
     if not _HEAP_SETTLED:
         block = np.empty(2 * 2 ** 20)  # 16 MiB: mapped and unmapped without touching its pages
