@@ -106,14 +106,25 @@ def parse_wrk(out):
 
 
 def proc_cpu(pid):
+    """CPU seconds of a process and its children (the server's workers), from /proc."""
     ticks = os.sysconf("SC_CLK_TCK")
-    f = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
-    return (int(f[11]) + int(f[12])) / ticks
+    total = 0
+    for p in os.listdir("/proc"):
+        if not p.isdigit():
+            continue
+        try:
+            f = open(f"/proc/{p}/stat").read().rsplit(")", 1)[1].split()
+        except OSError:  # exited meanwhile
+            continue
+        if int(p) == pid or int(f[1]) == pid:
+            total += int(f[11]) + int(f[12])
+    return total / ticks
 
 
-def server_figures(repo, spec, body, expected, a, d):
+def server_figures(repo, spec, body, expected, a, d, workers=1):
     """Start `rtx feature-store serve`, check one answer, then wrk: one connection (latency without queueing),
-    saturated (50 connections, no pause) and paced (each connection waits --pace-ms between requests)."""
+    saturated (50 connections, no pause) and paced (each connection pauses a random 0..2 x --pace-ms between
+    requests, so the offered rate is at most connections / pace: below capacity, the latency is not queueing)."""
     wrk = shutil.which("wrk")
     if wrk is None:
         print("  feature server: wrk not installed (apt-get install wrk): skipped")
@@ -121,11 +132,12 @@ def server_figures(repo, spec, body, expected, a, d):
     with socket.socket() as so:
         so.bind(("127.0.0.1", 0))
         port = so.getsockname()[1]
-    cmd = [sys.executable, "-m", "rtx.runtime.cli", "feature-store", "serve", "--repo", repo, "--port", str(port)]
+    cmd = [sys.executable, "-m", "rtx.runtime.cli", "feature-store", "serve", "--repo", repo, "--port", str(port),
+           "--workers", str(workers)]
     server = subprocess.Popen(cmd + (["--online-store", spec] if spec else []))
     url = f"http://127.0.0.1:{port}/get-online-features"
     try:
-        for _ in range(300):
+        for _ in range(600):
             try:
                 urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=1)
                 break
@@ -140,7 +152,11 @@ def server_figures(repo, spec, body, expected, a, d):
         got = json.loads(urllib.request.urlopen(req, timeout=30).read())
         assert got == json.loads(json.dumps(expected)), "the server's answer differs from the in-process one"
         runs = [("1 connection", 1, ""), ("saturated", a.connections, ""),
-                (f"paced {a.pace_ms} ms", a.connections, f"function delay() return {a.pace_ms} end")]
+                (f"paced, mean pause {a.pace_ms} ms (offered <= {a.connections * 1000 / a.pace_ms:.0f} req/s)",
+                 a.connections,
+                 # a pause drawn uniformly from [0, 2 x pace] (mean: pace): fixed pauses keep the 50 connections
+                 # in step, arriving as bursts of 50 that queue behind each other
+                 f"function delay() return math.random(0, {2 * a.pace_ms}) end")]
         for label, conns, delay in runs:
             lua = os.path.join(d, "post.lua")
             with open(lua, "w") as f:
@@ -150,13 +166,14 @@ def server_figures(repo, spec, body, expected, a, d):
                                   "-s", lua, url], capture_output=True, text=True, check=True).stdout
             r = parse_wrk(out)
             cpu = (proc_cpu(server.pid) - c0) / max(r["requests"], 1) * 1e3
-            print(f"  server {label}, {conns} connections, {a.server_seconds} s: {r['rps']:.0f} req/s, "
+            print(f"  server {workers} worker(s), {label}, {conns} connections, {a.server_seconds} s: "
+                  f"{r['rps']:.0f} req/s, "
                   f"p50 {r['p50']:.2f} ms, p99 {r['p99']:.2f} ms, {r['errors']}, server CPU "
                   f"{cpu:.2f} ms/request (load {la:.1f})")
     finally:
         server.send_signal(2)
         try:
-            server.wait(10)
+            server.wait(30)
         except subprocess.TimeoutExpired:
             server.kill()
 
@@ -194,7 +211,8 @@ def main():
     p.add_argument("--skip-online", action="store_true")
     p.add_argument("--server-seconds", type=int, default=10, help="wrk duration per run (0: no server figures)")
     p.add_argument("--connections", type=int, default=50)
-    p.add_argument("--pace-ms", type=int, default=500, help="pause per connection in the paced wrk run")
+    p.add_argument("--pace-ms", type=int, default=500, help="mean pause per connection in the paced wrk run")
+    p.add_argument("--workers", default="1,2", help="server worker counts to measure, comma-separated")
     a = p.parse_args()
     ttl = 7 * 86400
     with tempfile.TemporaryDirectory() as d:
@@ -229,7 +247,8 @@ def main():
                 body = {"features": refs, "entities": {"driver_id": r.integers(0, a.keys, 100).tolist()}}
                 # the server reads the clock itself: compare against an in-process answer at the same moment
                 expected = s.get_online_features(refs, body["entities"]).to_feast_json()
-                server_figures(os.path.join(d, "repo"), spec, body, expected, a, d)
+                for w in [int(x) for x in a.workers.split(",")]:
+                    server_figures(os.path.join(d, "repo"), spec, body, expected, a, d, w)
 
 
 if __name__ == "__main__":
