@@ -11,9 +11,9 @@ also reports the best process CPU time of each side, which the load moves much l
 The NumPy cavity below is the same scheme as rtx.cfd.NavierStokes2D (MAC grid, central advection in
 conservative form, explicit Euler, fast-diagonalisation Poisson solve, the same time step and
 residual), written on raw arrays. Both run in this one process, under the same allocator state:
-once rtx.cfd's raw path has run, glibc keeps freed blocks up to 16 MiB in its heap
-(rtx.cfd.arrays.settle_heap) instead of returning and re-faulting them every step, which speeds
-up the NumPy loop a little too (~80 page faults per step at 129x129 without it, rtx ~400).
+once rtx.cfd's raw path has run, glibc keeps freed blocks in its heap (rtx's malloc policy,
+rtx.runtime.threads.keep_freed_memory) instead of returning and re-faulting them every step, which
+speeds up the NumPy loop a little too (~80 page faults per step at 129x129 without it, rtx ~400).
 The NumPy D2Q9 loop is the same BGK / moving-wall bounce-back update as rtx.cfd.LBM2D.
 Ratio = rtx time / NumPy time (goal <= 1.2). BLAS runs on one thread."""
 from __future__ import annotations

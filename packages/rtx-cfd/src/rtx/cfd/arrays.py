@@ -12,6 +12,7 @@ import numpy as np
 
 import rtx
 from rtx.extend import xp_of
+from rtx.runtime.threads import keep_freed_memory
 
 
 def raw(t):
@@ -79,26 +80,17 @@ class TensorKit:
         return rtx.zeros(n, dtype=values.dtype, device=values.device).index_add(0, idx, values).reshape(shape)
 
 
-_HEAP_SETTLED = False
-
-
 def settle_heap():
-    """Keep glibc from handing the step's temporaries back to the OS between steps.
+    """Keep glibc from handing the step's temporaries back to the OS between steps, through rtx's one
+    malloc policy (rtx.runtime.threads.keep_freed_memory: opt-out RTX_KEEP_FREED_MEMORY=0, and it
+    leaves alone a process whose user set malloc tunables).
 
     A raw step makes ~60 arrays of the field size and frees most of them when its functions
-    return. glibc's malloc gives the top of its heap back to the OS whenever more than its trim
-    threshold is free there; that threshold is twice the largest block freed so far (128 KiB at
-    start), so it only grows once a large block has been freed. At 129x129 a field is 132 KiB,
-    so every step returned about 1.5 MiB and paged it in again: ~400 page faults per step, half
-    the step's time (a plain NumPy loop, whose temporaries live on until the next iteration
-    overwrites them, took ~80). Freeing one 16 MiB block raises both thresholds by glibc's own
-    adaptive rule (mmap threshold 16 MiB, trim 32 MiB), the state any program reaches once it
-    frees a large array. Elsewhere this is one untouched allocation, once per process."""
-    global _HEAP_SETTLED
-    if not _HEAP_SETTLED:
-        block = np.empty(2 * 2 ** 20)  # 16 MiB: mapped and unmapped without touching its pages
-        del block
-        _HEAP_SETTLED = True
+    return. With glibc's default thresholds (128 KiB to start; trim at twice the largest block
+    freed so far) a 129x129 field (132 KiB) is a fresh mapping each time and the heap top goes back
+    to the OS: ~400 page faults per step, half the step's time (a plain NumPy loop, whose
+    temporaries live on until the next iteration overwrites them, took ~80)."""
+    keep_freed_memory()
 
 
 class ArrayKit:
