@@ -12,7 +12,8 @@ Workloads: one training step of UNet2DModel (batch 32, 1x16x16, block_out_channe
 DownBlock2D+AttnDownBlock2D, AdamW, MSE on DDPM noise) and a 50-step DDIM sampling loop (batch 8) with the
 same UNet. diffusers runs in its own interpreter when --diffusers-python (or $RTX_BENCH_DIFFUSERS_PYTHON)
 names one with diffusers installed (python3 -m venv /work/venvs/diffusers; pip install torch==2.13.0
-diffusers==0.42.1); the ratio columns are rtx / diffusers (below 1: rtx is faster), for wall time and for process CPU time
+diffusers==0.42.1); the ratio columns are rtx / diffusers (below 1: rtx is faster), for wall time and for
+process CPU time
 (which the shared machine's load moves less). Best of --repeat. Run both sides with one thread
 (OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1): on the 2-core machine shared by several jobs, multi-threaded
 torch loses most to the contention (load ~12 once gave 0.43x/0.19x in rtx's favour that one thread a side
@@ -99,7 +100,8 @@ def main():
     load = open("/proc/loadavg").read().split()[0] if os.path.exists("/proc/loadavg") else "?"
     print(f"wall and process CPU time, best of --repeat; load average {load}, "
           f"OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', 'unset')}")
-    print(f"{'workload':<28} {'rtx':>10} {'diffusers':>10} {'ratio':>7}   {'rtx cpu':>10} {'diff. cpu':>10} {'ratio':>7}")
+    print(f"{'workload':<28} {'rtx':>10} {'diffusers':>10} {'ratio':>7}   "
+          f"{'rtx cpu':>10} {'diff. cpu':>10} {'ratio':>7}")
     for name, (t, c) in (ours or {}).items():
         d, dc = (theirs or {}).get(name, (None, None))
         if d:

@@ -202,7 +202,8 @@ def alternate(rounds, argv):
                 best[lib][k] = min(v, best[lib].get(k, v))
                 print(f"round {r + 1} {lib:>5} {k:<22} {v * 1e3:10.2f} ms  load {os.getloadavg()[0]:.1f}",
                       file=sys.stderr)
-    print(f"{'workload':<34} {'rtx':>12} {'torch':>12} {'rtx/torch':>10}  (min of {rounds} alternating rounds, {a.clock} time)")
+    print(f"{'workload':<34} {'rtx':>12} {'torch':>12} {'rtx/torch':>10}  "
+          f"(min of {rounds} alternating rounds, {a.clock} time)")
     for k, v in best["rtx"].items():
         t = best["torch"][k]
         print(f"{k:<34} {v * 1e3:10.2f}ms {t * 1e3:10.2f}ms {v / t:9.2f}x")
