@@ -16,8 +16,14 @@ import warnings
 import numpy as np
 import optuna
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, clone
-from sklearn.metrics import (balanced_accuracy_score, log_loss, mean_absolute_error,
-                             mean_squared_error, r2_score, roc_auc_score)
+from sklearn.metrics import (
+    balanced_accuracy_score,
+    log_loss,
+    mean_absolute_error,
+    mean_squared_error,
+    r2_score,
+    roc_auc_score,
+)
 from sklearn.model_selection import KFold, StratifiedKFold
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import LabelEncoder, MinMaxScaler, StandardScaler
@@ -91,9 +97,9 @@ def caruana_ensemble(predictions, y, score, n_iter=50):
 # ---- the search space: per family the estimator, whether it wants scaling, its default and its space ----
 
 def _families(task, n_features, n_classes):
+    import rtx.optim as optim
     from rtx.classical import ensemble, linear_model, naive_bayes, neighbors, neural, tree
     from rtx.classical.discriminant_analysis import LinearDiscriminantAnalysis
-    import rtx.optim as optim
     out_dim = n_classes if task == "classification" else 1
 
     def mlp(p, seed):
