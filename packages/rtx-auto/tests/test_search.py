@@ -41,7 +41,8 @@ def test_finds_the_optimum_region(sampler):
 
 
 def test_grid_covers_every_point_and_maximize():
-    study = tune(lambda t: -abs(t["n"] - 3) + (t["act"] == "tanh"), {"n": ("int", 1, 4), "act": ("categorical", ["relu", "tanh"])},
+    study = tune(lambda t: -abs(t["n"] - 3) + (t["act"] == "tanh"),
+                 {"n": ("int", 1, 4), "act": ("categorical", ["relu", "tanh"])},
                  n_trials=8, sampler="grid", direction="maximize")
     assert sorted((t.params["n"], t.params["act"]) for t in study.trials) == sorted(
         (n, a) for n in range(1, 5) for a in ("relu", "tanh"))

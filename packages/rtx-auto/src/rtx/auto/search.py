@@ -204,7 +204,8 @@ def tune(objective, space=None, n_trials=None, timeout=None, sampler="tpe", prun
     that calls tune() (or runs `rtx auto worker`) on the same study pulls trials from it until
     `n_trials` are finished across all of them."""
     space = parse_space(space)
-    study = optuna.create_study(storage=make_storage(storage, retries, heartbeat_interval, grace_period), sampler=make_sampler(sampler, space, seed),
+    study = optuna.create_study(storage=make_storage(storage, retries, heartbeat_interval, grace_period),
+                                sampler=make_sampler(sampler, space, seed),
                                 pruner=make_pruner(pruner), study_name=study_name, direction=direction,
                                 load_if_exists=study_name is not None)
     if n_trials is None and timeout is None:
