@@ -85,18 +85,17 @@ def update_learning_rate(optimizer, learning_rate: float) -> None:
 def polyak_update(params: Iterable, target_params: Iterable, tau: float) -> None:
     """target <- tau * param + (1 - tau) * target, in place and without building a graph.
 
-    On the arrays, two ufuncs per tensor (the values of `tp.mul_(1 - tau); tp.add_(p, alpha=tau)`,
-    bit for bit): SAC and TD3 call this after every gradient step, and the Tensor spelling costs
-    four rtx ops per parameter. The target's version counter is bumped as an in-place op would."""
+    Spelt `tp.mul_(1 - tau); tp.add_(p * tau)`: outside a recorded graph both in-place ops run as
+    one NumPy ufunc each on the target's memory (rtx-tensor's fast path, version counter bumped),
+    where `tp.add_(p, alpha=tau)` would take the general path; SAC and TD3 call this after every
+    gradient step."""
     with rtx.no_grad():
         for p, tp in zip(params, target_params, strict=True):
-            t, src = tp._data, p._data
-            if t.shape != src.shape or t.dtype != src.dtype or type(t) is not type(src):
-                raise RuntimeError(f"polyak_update: target {tuple(t.shape)} {t.dtype} does not match parameter "
-                                   f"{tuple(src.shape)} {src.dtype}")
-            t *= 1.0 - tau
-            t += src * tau
-            tp._vc[0] += 1
+            if tp.shape != p.shape or tp.dtype != p.dtype or tp.device != p.device:
+                raise RuntimeError(f"polyak_update: target {tuple(tp.shape)} {tp.dtype} on {tp.device} does not "
+                                   f"match parameter {tuple(p.shape)} {p.dtype} on {p.device}")
+            tp.mul_(1.0 - tau)
+            tp.add_(p * tau)
 
 
 @contextlib.contextmanager
