@@ -40,23 +40,10 @@ def _digits_cnn():
     """One epoch of the digits CNN of `rtx demo` (tools/bench/training.py): 1,437 samples of 1x8x8,
     batch 32, Adam. Returns (model, step_inputs, run_epoch)."""
     import rtx
-    import rtx.nn as nn
     import rtx.nn.functional as F
     import rtx.optim as optim
+    from rtx.demo.model import DigitsCNN
     rtx.manual_seed(0)
-
-    class DigitsCNN(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.conv1 = nn.Conv2d(1, 16, 3, padding=1)
-            self.conv2 = nn.Conv2d(16, 32, 3, padding=1)
-            self.fc1 = nn.Linear(128, 64)
-            self.fc2 = nn.Linear(64, 10)
-
-        def forward(self, x):
-            x = F.max_pool2d(F.relu(self.conv1(x)), 2)
-            x = F.max_pool2d(F.relu(self.conv2(x)), 2)
-            return self.fc2(F.relu(self.fc1(x.flatten(1))))
 
     model = DigitsCNN()
     opt = optim.Adam(model.parameters(), lr=6e-3)
