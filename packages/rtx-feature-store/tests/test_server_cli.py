@@ -153,8 +153,11 @@ def test_server_workers_share_the_port(repo):
         for _ in range(20):  # a new connection each time: the kernel picks a worker per connection
             r = httpx.post(base + "/get-online-features", json=body)
             assert r.status_code == 200 and r.json() == want
-        children = subprocess.run(["ps", "--ppid", str(proc.pid), "-o", "cmd="], capture_output=True, text=True)
-        assert children.stdout.count("spawn_main") == 2, children.stdout
+        # -ww: no width limit (ps cuts a non-terminal line at 80 columns, and a long checkout path pushed the
+        # marker past it on CI).
+        children = subprocess.run(["ps", "-ww", "--ppid", str(proc.pid), "-o", "args="], capture_output=True,
+                                  text=True)
+        assert children.stdout.count("--multiprocessing-fork") == 2, children.stdout
     finally:
         proc.terminate()
         assert proc.wait(30) == 0, proc.stderr.read().decode()
