@@ -212,6 +212,45 @@ def test_private_import_check_catches_one(tmp_path):
     assert _private_tensor_imports(tmp_path) == ["packages/rtx-demo/src/rtx/demo/bad.py:2"]
 
 
+# A Tensor's array and the Tensor-from-array constructor are reached through rtx.extend.raw / wrap,
+# never through the private slot `t._data` or `Tensor._make`: packages copy what the base shows them.
+# Only the foundation that defines Tensor and its autograd uses them directly.
+_PRIVATE_TENSOR_ATTRS_ALLOWED = {"rtx-tensor", "rtx-autograd",
+                                 "rtx-nn", "rtx-optim", "rtx-distributions"}  # the last three: being converted
+
+
+def _private_tensor_attrs(root):
+    found = []
+    for path in sorted(Path(root, "packages").glob("*/src/**/*.py")):
+        rel = path.relative_to(root).as_posix()
+        if rel.split("/")[1] in _PRIVATE_TENSOR_ATTRS_ALLOWED:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), rel)):
+            if not (isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load)):
+                continue
+            on_self = isinstance(node.value, ast.Name) and node.value.id in ("self", "cls")
+            on_tensor = (isinstance(node.value, ast.Name) and node.value.id == "Tensor") or (
+                isinstance(node.value, ast.Attribute) and node.value.attr == "Tensor")
+            if (node.attr == "_data" and not on_self) or (node.attr == "_make" and on_tensor):
+                found.append(f"{rel}:{node.lineno}")
+    return found
+
+
+def test_no_package_reads_tensor_private_attributes():
+    found = _private_tensor_attrs(ROOT)
+    assert not found, "use rtx.extend.raw(t) / rtx.extend.wrap(array) instead of t._data / Tensor._make in:\n" + \
+        "\n".join(found)
+
+
+def test_private_attribute_check_catches_one(tmp_path):
+    pkg = tmp_path / "packages" / "rtx-demo" / "src" / "rtx" / "demo"
+    pkg.mkdir(parents=True)
+    (pkg / "bad.py").write_text("def f(t, a):\n    return t._data, self_data(a)\n\n\ndef g(a):\n"
+                                "    return rtx.Tensor._make(a)\n")
+    assert _private_tensor_attrs(tmp_path) == ["packages/rtx-demo/src/rtx/demo/bad.py:2",
+                                               "packages/rtx-demo/src/rtx/demo/bad.py:6"]
+
+
 # rtx-core is what a PyTorch user installs to train models: its closure is the foundation and
 # core layers' own needs (NumPy, safetensors, ml_dtypes, threadpoolctl), within NumPy's own size
 # + 15 MB. ci/release-matrix measures the same in fresh venvs from the built wheels.

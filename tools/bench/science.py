@@ -12,13 +12,11 @@
 Both libraries get the same weights (drawn with NumPy), so the adaptive solvers take the same steps;
 the number of function evaluations is checked equal. Goal: rtx/torch <= 1.5 on each. BLAS and torch
 run on one thread (the machine is shared). On a loaded machine add `--rounds 3` (alternating rtx and
-torch processes, the minimum of each kept; see alternate) and `--clock cpu` (process CPU time)."""
+torch processes, the minimum of each kept; see _harness) and `--clock cpu` (process CPU time)."""
 from __future__ import annotations
 
-import argparse
 import os
 import sys
-import time
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
@@ -32,17 +30,8 @@ TOL = dict(rtol=1e-5, atol=1e-7)
 
 
 def _best(fn):
-    """Seconds per call: wall time (the harness's best_of), or with RTX_BENCH_CLOCK=cpu the least process
-    CPU time of 5 calls after a warm-up: on one thread that is the work done, however busy the machine."""
-    if os.environ.get("RTX_BENCH_CLOCK") != "cpu":
-        return best_of(fn, repeat=3, min_time=0.5)
-    fn()
-    times = []
-    for _ in range(5):
-        c = time.process_time()
-        fn()
-        times.append(time.process_time() - c)
-    return min(times)
+    """Seconds per call (the harness's best_of: wall, or process CPU time with --clock cpu)."""
+    return best_of(fn, repeat=5, min_time=0.5)
 
 
 def _solvers(lib):
@@ -174,44 +163,5 @@ WORKLOADS = {"node_dopri5_forward": node_dopri5_forward, "node_dopri5_adjoint": 
              "fno1d_train_step": fno1d_train_step}
 
 
-def alternate(rounds, argv):
-    """--rounds R: R alternating rounds of an rtx process and a torch process (each with --json), the
-    minimum per library kept. On a shared machine the load changes within a minute; measured one
-    after the other, the two libraries can see different loads (ratios from 0.75x to 3.8x were seen
-    for the same code), alternating lets both catch the quiet moments."""
-    import json
-    import subprocess
-    p = argparse.ArgumentParser()
-    p.add_argument("--torch-python", default=os.environ.get("RTX_BENCH_TORCH_PYTHON"))
-    p.add_argument("--only", action="append")
-    p.add_argument("--clock", choices=["wall", "cpu"], default="wall",
-                   help="cpu: process CPU time per call (one thread each side), not affected by the load")
-    a = p.parse_args(argv)
-    if not a.torch_python:
-        sys.exit("--rounds needs --torch-python (or $RTX_BENCH_TORCH_PYTHON)")
-    only = sum((["--only", n] for n in (a.only or WORKLOADS)), [])
-    best = {"rtx": {}, "torch": {}}
-    for r in range(rounds):
-        for lib, py in (("rtx", sys.executable), ("torch", a.torch_python)):
-            env = {**os.environ, "RTX_BENCH_CLOCK": a.clock}
-            if lib == "torch":
-                env["PYTHONPATH"] = ""
-            out = subprocess.run([py, __file__, "--lib", lib, "--json"] + only, capture_output=True, text=True,
-                                 env=env, check=True)
-            for k, v in json.loads(out.stdout.strip().splitlines()[-1]).items():
-                best[lib][k] = min(v, best[lib].get(k, v))
-                print(f"round {r + 1} {lib:>5} {k:<22} {v * 1e3:10.2f} ms  load {os.getloadavg()[0]:.1f}",
-                      file=sys.stderr)
-    print(f"{'workload':<34} {'rtx':>12} {'torch':>12} {'rtx/torch':>10}  "
-          f"(min of {rounds} alternating rounds, {a.clock} time)")
-    for k, v in best["rtx"].items():
-        t = best["torch"][k]
-        print(f"{k:<34} {v * 1e3:10.2f}ms {t * 1e3:10.2f}ms {v / t:9.2f}x")
-
-
 if __name__ == "__main__":
-    if "--rounds" in sys.argv:
-        i = sys.argv.index("--rounds")
-        alternate(int(sys.argv[i + 1]), sys.argv[1:i] + sys.argv[i + 2:])
-    else:
-        main(WORKLOADS, __doc__)
+    main(WORKLOADS, __doc__)

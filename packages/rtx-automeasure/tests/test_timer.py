@@ -70,12 +70,16 @@ def test_statistics_against_numpy_and_statistics():
 
 def test_real_workload_agrees_with_stdlib_timeit():
     stmt = "sum(range(3000))"
-    before = min(timeit.repeat(stmt, number=200, repeat=7)) / 200
+    # many short stdlib blocks: on a loaded machine a long block is always preempted, a short one
+    # often is not
+    before = min(timeit.repeat(stmt, number=10, repeat=100)) / 10
     m = Timer(stmt).blocked_autorange(min_run_time=0.2)
-    after = min(timeit.repeat(stmt, number=200, repeat=7)) / 200
-    # the median of many blocks vs the stdlib's best block before and after: the same loop, so
-    # close; the bounds only allow for load from other processes on this shared machine
-    assert 0.5 * min(before, after) <= m.median <= 3.0 * max(before, after), (m.median, before, after)
+    after = min(timeit.repeat(stmt, number=10, repeat=100)) / 10
+    # Timer's best block vs the stdlib's best block before and after: the same loop, so close. Best
+    # blocks, not the median: a median moves with the load of a shared machine (it flaked at load 12).
+    best = min(m.times)
+    assert 0.5 * min(before, after) <= best <= 2.0 * max(before, after), (best, before, after)
+    assert best <= m.median
 
 
 def test_merge_and_warnings_and_repr():

@@ -7,6 +7,10 @@ imports the private `rtx._tensor.*` modules (their layout may change; this modul
 - `Primitive`: the base of every op. Subclass it with `forward(ctx, *inputs, **attrs)` on arrays
   and `backward(ctx, *grads)` in Tensor ops (so double backward works); call `Op.apply(...)`.
   `NO_GRAPH` is the ctx forward receives when no graph is recorded.
+- Arrays: `raw(t)` is a Tensor's own NumPy/CuPy array (zero-copy, outside autograd: writing into it
+  bypasses version counters, as `t.data` writes do in PyTorch); `wrap(array, grad_fn=None,
+  output_nr=0)` makes a Tensor that holds `array` itself (no copy; a Primitive's backward returns
+  these). Use them instead of the private `t._data` / `Tensor._make`.
 - Operand helpers: `cast(t, np_dtype)` (a differentiable dtype cast), `xp_of(t)` (NumPy or CuPy),
   `dims(dim, ndim, op)` (normalised tuple of dims), `wrap_dim(dim, ndim)`, `sum_to(grad, shape)`
   (undo broadcasting in a backward), `check_same_device(a, b, op)`, `add_at(out, index, values)`
@@ -29,6 +33,8 @@ imports the private `rtx._tensor.*` modules (their layout may change; this modul
   writes to `hook.old_value(tensor, copy)` / `hook.write_result(tensor, result, write)`;
   `current_hook()` is this thread's hook. rtx.graph's tracer is built on it.
 """
+from operator import attrgetter
+
 from rtx._tensor import autocast_state as autocast
 from rtx._tensor.function import NO_GRAPH, Primitive, current_hook, op_name, primitive, recording, registered_ops
 from rtx._tensor.ops._util import cast, check_same_device, dev_of, dims, sum_to, wrap_dim, xp_of
@@ -38,9 +44,13 @@ from rtx._tensor.ops.inplace import apply_inplace, inplace_binary, inplace_unary
 from rtx._tensor.ops.shape import add_at
 from rtx._tensor.tensor import Size, Tensor
 
+# A C-level attribute getter: as fast as `t._data` in a hot path, without naming the slot.
+raw = attrgetter("_data")
+wrap = Tensor._make
+
 __all__ = [
     "NO_GRAPH", "Primitive", "Size", "Tensor", "add_at", "apply_inplace", "autocast", "cast", "check_same_device",
-    "dev_of", "dims", "inplace_binary", "inplace_unary", "logsigmoid", "parse_to", "softplus", "sum_to", "wrap_dim",
-    "write_result", "xp_of",
+    "dev_of", "dims", "inplace_binary", "inplace_unary", "logsigmoid", "parse_to", "raw", "softplus", "sum_to", "wrap",
+    "wrap_dim", "write_result", "xp_of",
     "current_hook", "op_name", "primitive", "recording", "registered_ops",
 ]

@@ -17,7 +17,7 @@ from rtx.data._worker import ExceptionWrapper, _IterableEnd, worker_loop
 from rtx.data.collate import default_collate, default_convert
 from rtx.data.dataset import IterableDataset
 from rtx.data.sampler import BatchSampler, RandomSampler, SequentialSampler
-from rtx.extend import Tensor
+from rtx.extend import Tensor, raw
 
 _POLL_SECONDS = 1.0
 
@@ -121,8 +121,8 @@ def _pin(data):
 
     def pin(x):
         if type(x) is Tensor and x.is_cpu:
-            buf = pinned_empty(tuple(x.shape), x._data.dtype)
-            buf[...] = x._data
+            buf = pinned_empty(tuple(x.shape), raw(x).dtype)
+            buf[...] = raw(x)
             return rtx.from_numpy(buf)
         if isinstance(x, dict):
             return {k: pin(v) for k, v in x.items()}

@@ -10,7 +10,7 @@ Tensors must be contiguous (MPI and NCCL work on the tensor's own memory). A ran
 from __future__ import annotations
 
 from rtx.distributed.process_group import ReduceOp, Work, _resolve
-from rtx.extend import Tensor
+from rtx.extend import Tensor, raw
 from rtx.runtime import array_module
 
 __all__ = ["all_gather", "all_gather_into_tensor", "all_gather_object", "all_reduce", "all_to_all",
@@ -22,10 +22,10 @@ __all__ = ["all_gather", "all_gather_into_tensor", "all_gather_object", "all_red
 def _arr(t, name, what="tensor"):
     if not isinstance(t, Tensor):
         raise TypeError(f"{name}: {what} must be an rtx Tensor, got {type(t).__name__}")
-    if not t._data.flags.c_contiguous:
+    if not raw(t).flags.c_contiguous:
         raise ValueError(f"{name}: Tensors must be contiguous; {what} is a non-contiguous {t._type_str()} "
                          "(call .contiguous() first)")
-    return t._data
+    return raw(t)
 
 
 def _same(t, ref, name, what):
@@ -106,7 +106,7 @@ def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op=Fal
             raise ValueError(f"reduce_scatter: input_list[{i}] has shape {list(t.shape)}, output has "
                              f"{list(output.shape)}; they must match")
     xp = array_module(out)
-    flat = xp.concatenate([t._data.reshape(-1) for t in input_list])
+    flat = xp.concatenate([raw(t).reshape(-1) for t in input_list])
     return _run(pg.for_array(out).reduce_scatter(out, flat, op), async_op, _written(output))
 
 
@@ -156,7 +156,7 @@ def all_gather(tensor_list, tensor, group=None, async_op=False):
 
     def scatter_out(_):
         for t, row in zip(tensor_list, flat):
-            t._data.reshape(-1)[...] = row
+            raw(t).reshape(-1)[...] = row
             t._vc[0] += 1
     return _run(pg.for_array(a).allgather(flat, a), async_op, scatter_out)
 
@@ -199,7 +199,7 @@ def gather(tensor, gather_list=None, dst=None, group=None, async_op=False, group
     def scatter_out(_):
         if flat is not None:
             for t, row in zip(gather_list, flat):
-                t._data.reshape(-1)[...] = row
+                raw(t).reshape(-1)[...] = row
                 t._vc[0] += 1
     return _run(pg.for_array(a).gather(flat, a, root), async_op, scatter_out)
 
@@ -221,7 +221,7 @@ def scatter(tensor, scatter_list=None, src=None, group=None, async_op=False, gro
             _same(t, tensor, "scatter", f"scatter_list[{i}]")
             if t.numel() != tensor.numel():
                 raise ValueError(f"scatter: scatter_list[{i}] has {t.numel()} elements, the output {tensor.numel()}")
-        flat = array_module(a).concatenate([t._data.reshape(-1) for t in scatter_list])
+        flat = array_module(a).concatenate([raw(t).reshape(-1) for t in scatter_list])
     elif scatter_list:
         raise ValueError("scatter: scatter_list must be None (or empty) on ranks other than src")
     return _run(pg.for_array(a).scatter(a, flat, root), async_op, _written(tensor))
@@ -263,16 +263,16 @@ def all_to_all(output_tensor_list, input_tensor_list, group=None, async_op=False
         for i, t in enumerate(lst):
             _arr(t, "all_to_all", f"{what}[{i}]")
             _same(t, input_tensor_list[0], "all_to_all", f"{what}[{i}]")
-    ref = input_tensor_list[0]._data
+    ref = raw(input_tensor_list[0])
     xp = array_module(ref)
-    inp = xp.concatenate([t._data.reshape(-1) for t in input_tensor_list])
+    inp = xp.concatenate([raw(t).reshape(-1) for t in input_tensor_list])
     out = xp.empty(sum(t.numel() for t in output_tensor_list), ref.dtype)
     item = ref.itemsize
 
     def scatter_out(_):
         o = 0
         for t in output_tensor_list:
-            t._data.reshape(-1)[...] = out[o:o + t.numel()]
+            raw(t).reshape(-1)[...] = out[o:o + t.numel()]
             t._vc[0] += 1
             o += t.numel()
     work = pg.for_array(ref).alltoall(out, inp, [t.numel() * item for t in output_tensor_list],

@@ -29,7 +29,7 @@ import numpy as np
 
 from rtx.autograd.grad_mode import _state as _grad_state
 from rtx.distributed.process_group import ReduceOp, _resolve
-from rtx.extend import Tensor
+from rtx.extend import Tensor, raw, wrap
 from rtx.nn.modules.module import Module
 from rtx.runtime import array_module
 
@@ -55,15 +55,15 @@ def broadcast_coalesced(pg, tensors, src_group_rank=0) -> None:
     """Broadcast `tensors` from a rank in one message per (dtype, device), in place."""
     groups: dict = {}
     for t in tensors:
-        groups.setdefault((t._data.dtype, str(t.device)), []).append(t)
+        groups.setdefault((raw(t).dtype, str(t.device)), []).append(t)
     for ts in groups.values():
-        xp = array_module(ts[0]._data)
-        flat = xp.concatenate([t._data.reshape(-1) for t in ts])
+        xp = array_module(raw(ts[0]))
+        flat = xp.concatenate([raw(t).reshape(-1) for t in ts])
         pg.for_array(flat).broadcast(flat, src_group_rank, name="DDP parameter broadcast").wait()
         o = 0
         for t in ts:
-            n = t._data.size
-            t._data[...] = flat[o:o + n].reshape(t._data.shape)  # not reshape(-1)[...]: a copy if t is strided
+            n = raw(t).size
+            raw(t)[...] = flat[o:o + n].reshape(raw(t).shape)  # not reshape(-1)[...]: a copy if t is strided
             t._vc[0] += 1
             o += n
 
@@ -101,22 +101,22 @@ class _Reducer:
         done, open_ = [], {}
         for i in reversed(range(len(self.params))):
             p = self.params[i]
-            key = (p._data.dtype, str(p.device))
+            key = (raw(p).dtype, str(p.device))
             cur = open_.setdefault(key, {"members": [], "bytes": 0, "first": not any(k == key for k, _ in done)})
             cur["members"].append(i)
-            cur["bytes"] += p._data.nbytes
+            cur["bytes"] += raw(p).nbytes
             limit = min(_FIRST_BUCKET_BYTES, cap) if cur["first"] else cap
             if cur["bytes"] >= limit:
                 done.append((key, open_.pop(key)["members"]))
         done += [(k, v["members"]) for k, v in open_.items()]
         buckets = []
         for _, members in done:
-            xp = array_module(self.params[members[0]]._data)
-            dtype = self.params[members[0]]._data.dtype
+            xp = array_module(raw(self.params[members[0]]))
+            dtype = raw(self.params[members[0]]).dtype
             layout, o = [], 0
             for i in members:
-                n = self.params[i]._data.size
-                layout.append((i, o, n, self.params[i]._data.shape))
+                n = raw(self.params[i]).size
+                layout.append((i, o, n, raw(self.params[i]).shape))
                 o += n
             buckets.append(_Bucket(layout, xp.zeros(o, dtype)))
         return buckets
@@ -171,7 +171,7 @@ class _Reducer:
                                f"{why}. Call the DDP-wrapped module once per backward, or use no_sync().")
         self.started = True
         self.hooks_fired += 1
-        self._mark_ready(i, p.grad._data)
+        self._mark_ready(i, raw(p.grad))
 
     def _mark_ready(self, i, grad):
         b, off, n = self.where[i]
@@ -212,13 +212,13 @@ class _Reducer:
                 p = self.params[i]
                 view = b.buffer[off:off + n].reshape(shape)
                 if self.as_view:
-                    if p.grad is None or p.grad._data.base is not b.buffer:
-                        p.grad = Tensor._make(view)
+                    if p.grad is None or raw(p.grad).base is not b.buffer:
+                        p.grad = wrap(view)
                     p.grad._vc[0] += 1
                 elif p.grad is None:
-                    p.grad = Tensor._make(view.copy())
+                    p.grad = wrap(view.copy())
                 else:
-                    p.grad._data[...] = view
+                    raw(p.grad)[...] = view
                     p.grad._vc[0] += 1
         self.finished, self.expect = True, False
 

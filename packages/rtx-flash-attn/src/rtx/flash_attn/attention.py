@@ -21,7 +21,7 @@ import math
 import numpy as np
 
 from rtx.autograd.grad_mode import _state
-from rtx.extend import Primitive, Tensor
+from rtx.extend import Primitive, Tensor, raw, wrap
 from rtx.flash_attn import _cpu, _dropout
 from rtx.runtime.random import generator_for
 
@@ -40,8 +40,8 @@ class FlashAttention(Primitive):
 
     @staticmethod
     def forward(ctx, q, k, v, mask, *, scale, window, offset, dropout_p, seed, alibi, block_q, block_k):
-        marr = None if mask is None else mask._data
-        out, lse = _impl(q._data).forward(q._data, k._data, v._data, marr, scale=scale, window=window,
+        marr = None if mask is None else raw(mask)
+        out, lse = _impl(raw(q)).forward(raw(q), raw(k), raw(v), marr, scale=scale, window=window,
                                           offset=offset, dropout_p=dropout_p, seed=seed, alibi=alibi,
                                           block_q=block_q, block_k=block_k)
         ctx.save_for_backward(q, k, v, mask)
@@ -57,13 +57,13 @@ class FlashAttention(Primitive):
         needs = ctx.needs_input_grad
         if _state.enabled:  # create_graph: gradients as differentiable Tensor ops
             return _recorded_backward(g, q, k, v, mask, needs, **ctx.attrs)
-        marr = None if mask is None else mask._data
-        dq, dk, dv, dm = _impl(q._data).backward(g._data, q._data, k._data, v._data, out._data, ctx.lse, marr,
+        marr = None if mask is None else raw(mask)
+        dq, dk, dv, dm = _impl(raw(q)).backward(raw(g), raw(q), raw(k), raw(v), raw(out), ctx.lse, marr,
                                                  mask_grad=len(needs) > 3 and needs[3], **ctx.attrs)
-        grads = [Tensor._make(dq) if needs[0] else None, Tensor._make(dk) if needs[1] else None,
-                 Tensor._make(dv) if needs[2] else None]
+        grads = [wrap(dq) if needs[0] else None, wrap(dk) if needs[1] else None,
+                 wrap(dv) if needs[2] else None]
         if len(needs) > 3:
-            grads.append(Tensor._make(dm.astype(mask._data.dtype, copy=False)) if needs[3] and dm is not None
+            grads.append(wrap(dm.astype(raw(mask).dtype, copy=False)) if needs[3] and dm is not None
                          else None)
         return tuple(grads)
 
@@ -95,7 +95,7 @@ def _recorded_backward(g, q, k, v, mask, needs, *, scale, window, offset, dropou
                        block_k):
     import rtx
     from rtx.runtime import array_module
-    xp = array_module(q._data)
+    xp = array_module(raw(q))
     *batch, Hq, L, _ = q.shape
     Hk, S = k.shape[-3], k.shape[-2]
     G = Hq // Hk
@@ -109,12 +109,12 @@ def _recorded_backward(g, q, k, v, mask, needs, *, scale, window, offset, dropou
     kr, vr = rep(k), rep(v)
     s = (q * scale) @ kr.mT
     if alibi is not None:
-        s = s + Tensor._make(_alibi_bias(alibi, batch, Hq, L, S, offset, xp, q._data.dtype))
+        s = s + wrap(_alibi_bias(alibi, batch, Hq, L, S, offset, xp, raw(q).dtype))
     if mask is not None:
         s = rtx.where(mask, s, -math.inf) if mask.dtype == rtx.bool else s + mask
     vis = _visible(L, S, window, offset, xp)
     if vis is not None:
-        s = rtx.where(Tensor._make(vis), s, -math.inf)
+        s = rtx.where(wrap(vis), s, -math.inf)
     m = s.detach().amax(-1, keepdim=True)  # softmax is shift-invariant: a constant shift is exact
     m = rtx.where(m == -math.inf, m.new_zeros(()), m)
     p = (s - m).exp()
@@ -123,8 +123,8 @@ def _recorded_backward(g, q, k, v, mask, needs, *, scale, window, offset, dropou
     pd = p
     if dropout_p > 0:
         rows = xp.arange(math.prod(batch) * Hq, dtype=np.uint64).reshape(*batch, Hq, 1, 1) * np.uint64(L)
-        z = _dropout.keep_scale(seed, dropout_p, rows, xp.arange(L), xp.arange(S), S, q._data.dtype)
-        zt = Tensor._make(xp.asarray(z, dtype=q._data.dtype))
+        z = _dropout.keep_scale(seed, dropout_p, rows, xp.arange(L), xp.arange(S), S, raw(q).dtype)
+        zt = wrap(xp.asarray(z, dtype=raw(q).dtype))
         pd = p * zt
     dpd = g @ vr.mT
     dp = dpd * zt if dropout_p > 0 else dpd
@@ -237,9 +237,9 @@ def flash_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=
     scale = 1.0 / math.sqrt(query.shape[-1]) if scale is None else float(scale)
     alibi = None
     if alibi_slopes is not None:
-        arr = alibi_slopes._data if type(alibi_slopes) is Tensor else np.asarray(alibi_slopes, dtype=np.float64)
+        arr = raw(alibi_slopes) if type(alibi_slopes) is Tensor else np.asarray(alibi_slopes, dtype=np.float64)
         from rtx.runtime import array_module
-        alibi = array_module(query._data).asarray(arr, dtype=np.float64)  # the paths cast to their work dtype
+        alibi = array_module(raw(query)).asarray(arr, dtype=np.float64)  # the paths cast to their work dtype
         if alibi.shape[-1] != query.shape[-3]:
             raise ValueError(f"flash_attention: alibi_slopes must have one slope per query head ({query.shape[-3]}), "
                              f"got shape {tuple(alibi.shape)}")
@@ -247,12 +247,12 @@ def flash_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=
                  seed=_seed(query.device, dropout_p), alibi=alibi, block_q=block_q, block_k=block_k)
     recorded = _state.enabled and any(t is not None and t.requires_grad for t in (query, key, value, attn_mask))
     if return_lse and not recorded:  # nothing to differentiate: the arrays straight from the kernel
-        out, lse = _impl(query._data).forward(query._data, key._data, value._data,
-                                              None if attn_mask is None else attn_mask._data, **attrs)
-        return Tensor._make(out), Tensor._make(lse)
+        out, lse = _impl(raw(query)).forward(raw(query), raw(key), raw(value),
+                                              None if attn_mask is None else raw(attn_mask), **attrs)
+        return wrap(out), wrap(lse)
     out = FlashAttention.apply(query, key, value, attn_mask, **attrs)
     if return_lse:
-        return out, Tensor._make(out.grad_fn.lse)
+        return out, wrap(out.grad_fn.lse)
     return out
 
 

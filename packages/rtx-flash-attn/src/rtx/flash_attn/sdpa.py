@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 
+from rtx.extend import raw
 from rtx.flash_attn.attention import flash_attention
 
 __all__ = ["register_sdpa", "supports", "CPU_MIN_SCORES", "CUDA_MIN_SCORES", "PRIORITY"]
@@ -53,7 +54,7 @@ def can_run(query, key, value, attn_mask) -> bool:
             return False
     if query.is_cuda:
         from rtx.flash_attn import _cuda
-        if not _cuda.supports_dtype(query._data.dtype):
+        if not _cuda.supports_dtype(raw(query).dtype):
             return False
         if max(query.shape[-1], value.shape[-1]) > CUDA_MAX_HEAD_DIM:
             return False

@@ -15,7 +15,7 @@ import math
 import numpy as np
 
 from rtx.autograd.grad_mode import _state
-from rtx.extend import Tensor
+from rtx.extend import raw, wrap
 from rtx.graph.symbolic import SymInt
 
 # op name -> (number of tensor-or-scalar operands, NumPy function, C expression template)
@@ -227,4 +227,4 @@ def run_group(group, vals, env):
             out = n.run(args, n.attrs)
             vals[id(n.outputs[0])] = out[0]
         return
-    vals[id(group.output)] = Tensor._make(group.run([t._data for t in tensors]))
+    vals[id(group.output)] = wrap(group.run([raw(t) for t in tensors]))

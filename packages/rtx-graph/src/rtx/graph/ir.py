@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from rtx.extend import Tensor
+from rtx.extend import Tensor, raw
 from rtx.graph._pytree import leaves, map_structure
 from rtx.graph.symbolic import SymArange, SymInt, has_symbols, resolve
 
@@ -157,7 +157,7 @@ class Graph:
 
     def _resolve(self, node, vals, env):
         args = map_structure(node.args, lambda v: vals[id(v)], _is_value)
-        attrs = map_structure(node.attrs, lambda a: vals[id(a.value)]._data, lambda x: isinstance(x, ArrayOf))
+        attrs = map_structure(node.attrs, lambda a: raw(vals[id(a.value)]), lambda x: isinstance(x, ArrayOf))
         if env and has_symbols(args):
             args = resolve(args, env)
         if env and has_symbols(attrs):

@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 import rtx
+from rtx.extend import raw
 from rtx.graph._pytree import map_structure
 from rtx.graph.ir import ArrayOf, Value
 from rtx.graph.symbolic import SymArange, SymInt, SymSlice, has_symbols
@@ -61,7 +62,7 @@ def fold_constants(graph, *, fold_parameters=True):
             kept.append(n)
             continue
         args = map_structure(n.args, lambda v: v.tensor, lambda x: isinstance(x, Value))
-        attrs = map_structure(n.attrs, lambda a: a.value.tensor._data, lambda x: isinstance(x, ArrayOf))
+        attrs = map_structure(n.attrs, lambda a: raw(a.value.tensor), lambda x: isinstance(x, ArrayOf))
         with rtx.no_grad():
             outs = n.run(args, attrs)
         for v, t in zip(n.outputs, outs):

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 import rtx
-from rtx.extend import Tensor, current_hook, recording
+from rtx.extend import current_hook, raw, recording, wrap
 from rtx.graph._pytree import leaves, map_structure
 from rtx.graph.ir import ArrayOf, Graph, Node, Value
 from rtx.graph.symbolic import NotGeneralizable, SymArange, SymInt, fit_int, is_arange, merge
@@ -70,7 +70,7 @@ class _Recorder:
 
     def bind(self, t, ref):
         self.tensors[id(t)] = (ref, t._vc[0])
-        self.arrays[id(t._data)] = ref
+        self.arrays[id(raw(t))] = ref
         self.keep.append(t)
 
     def ref(self, t):
@@ -82,7 +82,7 @@ class _Recorder:
                                  "(setitem, copy_, fill_, zero_, or an in-place op on a view of it); write it out "
                                  "of place, e.g. x = x.clone() first or rtx.where(...)")
             return ref
-        ref = self.arrays.get(id(t._data))
+        ref = self.arrays.get(id(raw(t)))
         if ref is not None:
             return ref
         ref = Ref("const", len(self.consts))
@@ -123,7 +123,7 @@ class _Recorder:
             return write(t, result)
         ref = self.ref(result)
         out = write(t, result)
-        if t._data.dtype != result._data.dtype or t._data.shape != result._data.shape:
+        if raw(t).dtype != raw(result).dtype or raw(t).shape != raw(result).shape:
             return out  # the write cast or broadcast: t's version moved on, so a later use raises
         self.bind(t, ref)
         return out
@@ -215,11 +215,11 @@ def _record(fn, args, leaf):
 
 def _grow(t, dims):
     """t with each dim in dims one larger, its rows repeated cyclically (indices stay valid)."""
-    a = t._data
+    a = raw(t)
     for d in dims:
         n = a.shape[d]
         a = a.take(np.arange(n + 1) % n, axis=d)
-    return rtx.from_numpy(np.ascontiguousarray(a)) if type(a) is np.ndarray else Tensor._make(a)
+    return rtx.from_numpy(np.ascontiguousarray(a)) if type(a) is np.ndarray else wrap(a)
 
 
 def _dims_spec(dynamic_dims, tensors):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from rtx.extend import NO_GRAPH, Tensor
+from rtx.extend import NO_GRAPH, Tensor, raw, wrap
 from rtx.graph._pytree import leaves, map_structure
 from rtx.graph.ir import ArrayOf, Value
 from rtx.graph.symbolic import SymArange, SymInt, has_symbols, resolve
@@ -37,7 +37,7 @@ def from_graph(graph, xp, output_names=None):
         p.inputs.append(Port(v.name, shape, np.dtype(v.dtype.np), s))
     for c in graph.consts:
         if c.fill is None:
-            slot[id(c)] = p.const(_device(xp, c.tensor._data))
+            slot[id(c)] = p.const(_device(xp, raw(c.tensor)))
         else:
             slot[id(c)] = p.add("Generic", [], name=c.name, foldable=False, op="fill", fn=_filler(c))
     for node in graph.nodes:
@@ -104,7 +104,7 @@ def _generic(node, vals, symbolic):
     args_t, attrs_t = node.args, node.attrs
 
     def fn(arrays, env):
-        ts = [Tensor._make(a) for a in arrays]
+        ts = [wrap(a) for a in arrays]
         args = map_structure(args_t, lambda v: ts[index[id(v)]], _is_value)
         attrs = map_structure(attrs_t, lambda a: arrays[index[id(a.value)]], lambda x: isinstance(x, ArrayOf))
         if symbolic:
@@ -112,8 +112,8 @@ def _generic(node, vals, symbolic):
         if node.kind == "primitive":
             out = node.target.forward(NO_GRAPH, *args, **attrs)
             out = out if type(out) is tuple else (out,)
-            return tuple(o._data if type(o) is Tensor else o for o in out)
-        return tuple(t._data for t in leaves(node.target(*args, **attrs)))
+            return tuple(raw(o) if type(o) is Tensor else o for o in out)
+        return tuple(raw(t) for t in leaves(node.target(*args, **attrs)))
     return fn
 
 

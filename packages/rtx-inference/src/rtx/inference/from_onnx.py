@@ -607,23 +607,23 @@ class _Lowering:
 
 def _onnx_fn(rnode, names, n_inputs):
     """Run an rtx.onnx op-table node on arrays (as constant Tensors; no graph is recorded)."""
-    from rtx.extend import Tensor
+    from rtx.extend import Tensor, raw, wrap
     from rtx.onnx.load import UnsupportedOpError
 
-    def wrap(a):
+    def wrap_all(a):
         if a is None:
             return None
         if type(a) is list:
-            return [wrap(x) for x in a]
-        return Tensor._make(a) if hasattr(a, "shape") or isinstance(a, np.generic) else a
+            return [wrap_all(x) for x in a]
+        return wrap(a) if hasattr(a, "shape") or isinstance(a, np.generic) else a
 
     def unwrap(t):
         if type(t) is list:
             return [unwrap(x) for x in t]
-        return t._data if type(t) is Tensor else t
+        return raw(t) if type(t) is Tensor else t
 
     def fn(arrays, env):
-        ts = [wrap(a) for a in arrays]
+        ts = [wrap_all(a) for a in arrays]
         attrs = rnode.attrs
         if rnode.has_graph:
             attrs = dict(attrs)

@@ -195,9 +195,9 @@ def _device_name(device):
 
 
 def _as_array(x, port):
-    from rtx.extend import Tensor
+    from rtx.extend import Tensor, raw
     if type(x) is Tensor:
-        return x._data
+        return raw(x)
     if isinstance(x, np.ndarray) or hasattr(x, "__cuda_array_interface__"):
         return x
     if isinstance(x, (list, tuple, int, float, np.generic)):

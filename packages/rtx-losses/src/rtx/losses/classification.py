@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 import rtx
-from rtx.extend import Primitive, logsigmoid, softplus, xp_of
+from rtx.extend import Primitive, logsigmoid, raw, softplus, xp_of
 from rtx.extend import autocast as _autocast
 from rtx.losses._reduction import apply_reduction, check_same_size, legacy_reduction
 
@@ -119,7 +119,7 @@ class BinaryCrossEntropy(Primitive):
     @staticmethod
     def forward(ctx, input, target):
         ctx.save_for_backward(input, target)
-        x, t = input._data, target._data
+        x, t = raw(input), raw(target)
         xp = xp_of(input)
         with np.errstate(divide="ignore"):
             log_p = xp.maximum(xp.log(x), -100)

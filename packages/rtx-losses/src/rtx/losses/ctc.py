@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from rtx.extend import Primitive, Tensor
+from rtx.extend import Primitive, Tensor, raw, wrap
 from rtx.extend import autocast as _autocast
 from rtx.losses._reduction import apply_reduction
 
@@ -84,7 +84,7 @@ class CTC(Primitive):
 
     @staticmethod
     def forward(ctx, log_probs, *, targets, input_lengths, target_lengths, blank, zero_infinity):
-        data = log_probs._data
+        data = raw(log_probs)
         xp_is_np = type(data) is np.ndarray
         lp = (data if xp_is_np else data.get()).astype(np.float64)
         ext = _extended(targets, target_lengths, blank)
@@ -115,10 +115,10 @@ class CTC(Primitive):
         else:  # an impossible alignment: PyTorch's gradient is NaN over the sample's input length
             for n in np.flatnonzero(inf):
                 dlp[:int(input_lengths[n]), n, :] = np.nan
-        gw = grad._data if xp_is_np else grad._data.get()
+        gw = raw(grad) if xp_is_np else raw(grad).get()
         dlp = dlp * np.asarray(gw, dtype=np.float64)[None, :, None]
         out = dlp.astype(dtype)
-        return Tensor._make(out if xp_is_np else __import__("cupy").asarray(out))
+        return wrap(out if xp_is_np else __import__("cupy").asarray(out))
 
 
 def _as_list(x):

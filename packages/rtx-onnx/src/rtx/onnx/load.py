@@ -23,7 +23,7 @@ import numpy as np
 
 import rtx
 from rtx import nn
-from rtx.extend import Tensor
+from rtx.extend import Tensor, raw, wrap
 from rtx.onnx._ops import OPS, arr, const, domain_of, is_grad_float, load_all
 
 __all__ = ["load", "ModelModule", "ONNXLoadError", "UnsupportedOpError", "read_model", "supported_ops"]
@@ -479,7 +479,7 @@ class ModelModule(nn.Module):
         self.producer = f"{model.producer_name} {model.producer_version}".strip()
 
     def _register_initializer(self, name, a):
-        t = Tensor._make(np.array(a, copy=True))
+        t = wrap(np.array(a, copy=True))
         is_param = is_grad_float(a)
         value = nn.Parameter(t) if is_param else t
         # The state_dict key is the ONNX name: dotted names become submodules (as PyTorch's
@@ -558,9 +558,9 @@ def _as_value(v, type_proto, name):
             from rtx.onnx._ops import np_dtype
             dtype = np_dtype(type_proto.tensor_type.elem_type)
         if hasattr(v, "__cuda_array_interface__"):
-            return Tensor._make(v)
+            return wrap(v)
         a = np.asarray(v, dtype=dtype)
-    return Tensor._make(a)
+    return wrap(a)
 
 
 def supported_ops():
@@ -585,7 +585,7 @@ def _to_numpy(v):
         return None
     if type(v) is list:
         return [_to_numpy(x) for x in v]
-    a = v._data if type(v) is Tensor else v
+    a = raw(v) if type(v) is Tensor else v
     get = getattr(a, "get", None)
     return a.get() if get is not None and not isinstance(a, np.ndarray) else a
 

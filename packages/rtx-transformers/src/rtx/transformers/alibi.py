@@ -14,7 +14,7 @@ import math
 
 import numpy as np
 
-from rtx.extend import Tensor
+from rtx.extend import Tensor, raw, wrap
 
 __all__ = ["alibi_slopes", "alibi_bias"]
 
@@ -39,6 +39,6 @@ def alibi_bias(slopes, L: int, S: int, offset: int | None = None, dtype=np.float
     """(n_heads, L, S): -slope * |i + offset - j| (offset defaults to S - L, the last L of S
     positions being the queries, as in decoding with a cache)."""
     offset = S - L if offset is None else offset
-    slopes = np.asarray(slopes._data if type(slopes) is Tensor else slopes, dtype=np.float64)
+    slopes = np.asarray(raw(slopes) if type(slopes) is Tensor else slopes, dtype=np.float64)
     dist = np.abs(np.arange(L)[:, None] + offset - np.arange(S)[None, :])
-    return Tensor._make((-slopes[:, None, None] * dist).astype(dtype))
+    return wrap((-slopes[:, None, None] * dist).astype(dtype))

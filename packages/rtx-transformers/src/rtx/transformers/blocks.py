@@ -16,7 +16,7 @@ import numpy as np
 
 import rtx
 import rtx.nn.functional as F
-from rtx.extend import Tensor
+from rtx.extend import Tensor, raw, wrap
 from rtx.nn import Linear, Module, Parameter, RMSNorm, init
 from rtx.runtime import array_module
 from rtx.transformers.activations import get_activation
@@ -61,7 +61,7 @@ def attend(q, k, v, *, causal=True, padding_mask=None, window_size=(-1, -1), ali
     B, Hq, L, _ = q.shape
     S = k.shape[-2]
     gqa = Hq != k.shape[-3]
-    xp = array_module(q._data)
+    xp = array_module(raw(q))
     pad = None
     if padding_mask is not None:
         if tuple(padding_mask.shape) != (B, S):
@@ -79,14 +79,14 @@ def attend(q, k, v, *, causal=True, padding_mask=None, window_size=(-1, -1), ali
     if not special and pad is None and (not causal or L == 1 or L == S):
         return F.scaled_dot_product_attention(q, k, v, None, dropout_p, causal and L > 1, scale, enable_gqa=gqa)
     vis = visibility_mask(L, S, causal, window_size, xp)
-    mask = None if vis is None else Tensor._make(vis)
+    mask = None if vis is None else wrap(vis)
     if pad is not None:
         p = pad.reshape(B, 1, 1, S)
         mask = p if mask is None else p & mask
     if alibi_slopes is not None:
-        slopes = xp.asarray(alibi_slopes._data if type(alibi_slopes) is Tensor else alibi_slopes, dtype=np.float64)
+        slopes = xp.asarray(raw(alibi_slopes) if type(alibi_slopes) is Tensor else alibi_slopes, dtype=np.float64)
         dist = xp.abs(xp.arange(L)[:, None] + (S - L) - xp.arange(S)[None, :])
-        bias = Tensor._make((-slopes[:, None, None] * dist).astype(q._data.dtype))
+        bias = wrap((-slopes[:, None, None] * dist).astype(raw(q).dtype))
         mask = bias if mask is None else rtx.where(mask, bias, -math.inf)
     return F.scaled_dot_product_attention(q, k, v, mask, dropout_p, False, scale, enable_gqa=gqa)
 

@@ -19,7 +19,7 @@ cache used in training), the layer switches to plain concatenation so the graph 
 from __future__ import annotations
 
 from rtx.autograd.grad_mode import _state
-from rtx.extend import Tensor
+from rtx.extend import Tensor, raw, wrap
 from rtx.runtime import array_module
 
 __all__ = ["KVCache"]
@@ -58,12 +58,12 @@ class KVCache:
                 raise ValueError(f"KVCache.append: layer {layer_idx} holds keys of shape (batch, kv_heads, seq, "
                                  f"head_dim) = {(held[0], held[1], layer.n, held[3])}; the new keys "
                                  f"{tuple(key.shape)} differ outside the sequence axis")
-            if layer.k.dtype != key._data.dtype and not layer.graph:
+            if layer.k.dtype != raw(key).dtype and not layer.graph:
                 raise ValueError(f"KVCache.append: layer {layer_idx} holds {layer.k.dtype} keys, got {key.dtype}")
         needs_graph = _state.enabled and (key.requires_grad or value.requires_grad)
         if needs_graph and not layer.graph:
             if layer.n:  # switch to concatenation, starting from what the buffer holds
-                layer.k, layer.v = (Tensor._make(b[:, :, :layer.n]) for b in (layer.k, layer.v))
+                layer.k, layer.v = (wrap(b[:, :, :layer.n]) for b in (layer.k, layer.v))
             layer.graph = True
         if layer.graph:
             import rtx
@@ -73,21 +73,21 @@ class KVCache:
             return layer.k, layer.v
         end = layer.n + key.shape[_SEQ]
         if layer.k is None or end > layer.k.shape[_SEQ]:
-            xp = array_module(key._data)
+            xp = array_module(raw(key))
             cap = max(end, 2 * (layer.k.shape[_SEQ] if layer.k is not None else 0), 16)
             bufs = []
             for old, t in ((layer.k, key), (layer.v, value)):
                 shape = list(t.shape)
                 shape[_SEQ] = cap
-                b = xp.empty(shape, dtype=t._data.dtype)
+                b = xp.empty(shape, dtype=raw(t).dtype)
                 if layer.n:
                     b[:, :, :layer.n] = old[:, :, :layer.n]
                 bufs.append(b)
             layer.k, layer.v = bufs
-        layer.k[:, :, layer.n:end] = key._data
-        layer.v[:, :, layer.n:end] = value._data
+        layer.k[:, :, layer.n:end] = raw(key)
+        layer.v[:, :, layer.n:end] = raw(value)
         layer.n = end
-        return Tensor._make(layer.k[:, :, :end]), Tensor._make(layer.v[:, :, :end])
+        return wrap(layer.k[:, :, :end]), wrap(layer.v[:, :, :end])
 
     def update(self, key: Tensor, value: Tensor, layer_idx: int) -> tuple[Tensor, Tensor]:
         """HF's spelling of append (argument order of DynamicCache.update)."""
@@ -112,7 +112,7 @@ class KVCache:
             raise IndexError(f"KVCache: layer {layer_idx} holds nothing yet")
         if layer.graph:
             return layer.k, layer.v
-        return Tensor._make(layer.k[:, :, :layer.n]), Tensor._make(layer.v[:, :, :layer.n])
+        return wrap(layer.k[:, :, :layer.n]), wrap(layer.v[:, :, :layer.n])
 
     def __iter__(self):
         for i in range(len(self._layers)):
@@ -156,7 +156,7 @@ class KVCache:
                 layer.k, layer.v = layer.k.index_select(0, idx), layer.v.index_select(0, idx)
             else:
                 xp = array_module(layer.k)
-                idx = beam_idx._data if isinstance(beam_idx, Tensor) else beam_idx
+                idx = raw(beam_idx) if isinstance(beam_idx, Tensor) else beam_idx
                 idx = xp.asarray(idx, dtype=xp.int64)
                 if idx.ndim != 1:
                     raise ValueError(f"KVCache.reorder: beam_idx must be 1-D, got shape {tuple(idx.shape)}")

@@ -26,6 +26,7 @@ from pathlib import Path
 import numpy as np
 
 import rtx
+from rtx.extend import raw
 from rtx.nn import Module
 
 __all__ = ["PreTrainedModel", "LoadReport", "load_safetensors", "CheckpointError"]
@@ -165,7 +166,7 @@ class PreTrainedModel(Module):
                 target = targets.get(key)
                 if target is not None:
                     src = value if type(value) is rtx.Tensor else rtx.from_numpy(np.ascontiguousarray(value))
-                    target._data[...] = src.to(device=target.device, dtype=target.dtype)._data
+                    raw(target)[...] = raw(src.to(device=target.device, dtype=target.dtype))
         self.tie_weights()
         return report
 
@@ -222,4 +223,4 @@ def _tf_names(key):
 
 
 def _array(value):
-    return value._data if type(value) is rtx.Tensor else value
+    return raw(value) if type(value) is rtx.Tensor else value

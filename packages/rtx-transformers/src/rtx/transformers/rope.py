@@ -18,7 +18,7 @@ import math
 import numpy as np
 
 import rtx
-from rtx.extend import Tensor
+from rtx.extend import Tensor, raw, wrap
 from rtx.runtime import array_module
 
 __all__ = ["RotaryEmbedding", "rotate_half", "apply_rotary_pos_emb", "rope_inv_freq"]
@@ -75,12 +75,12 @@ class RotaryEmbedding:
 
     def __call__(self, position_ids) -> tuple[Tensor, Tensor]:
         """position_ids: (batch, seq) integer Tensor or array -> (cos, sin), each (batch, seq, dim)."""
-        pos = position_ids._data if type(position_ids) is Tensor else np.asarray(position_ids)
+        pos = raw(position_ids) if type(position_ids) is Tensor else np.asarray(position_ids)
         xp = array_module(pos)
         inv = self._inv_freq_for(int(pos.max()) + 1 if pos.size else 0)
         freqs = pos.astype(np.float64)[..., None] * xp.asarray(inv)
         emb = xp.concatenate([freqs, freqs], axis=-1)
-        return Tensor._make(xp.cos(emb)), Tensor._make(xp.sin(emb))
+        return wrap(xp.cos(emb)), wrap(xp.sin(emb))
 
 
 def rotate_half(x):

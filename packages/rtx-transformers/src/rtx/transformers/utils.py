@@ -6,7 +6,7 @@ import numpy as np
 
 import rtx
 import rtx.nn.functional as F
-from rtx.extend import Tensor
+from rtx.extend import Tensor, raw, wrap
 from rtx.runtime import array_module
 from rtx.transformers.cache import KVCache
 
@@ -44,13 +44,13 @@ def position_ids_from(attention_mask, past, L, B, device):
     if attention_mask is None:
         pos = rtx.arange(past, past + L, device=device, dtype=rtx.int64)
         return pos.unsqueeze(0).expand(B, L)
-    m = attention_mask._data
+    m = raw(attention_mask)
     xp = array_module(m)
     if m.shape != (B, past + L):
         raise ValueError(f"attention_mask must be (batch, past + seq) = {(B, past + L)}, got {tuple(m.shape)}")
     pos = xp.cumsum(m != 0, axis=-1, dtype=np.int64) - 1
     pos = xp.where(m != 0, pos, 1)  # HF's generate: masked_fill_(attention_mask == 0, 1)
-    return Tensor._make(xp.ascontiguousarray(pos[:, past:]))
+    return wrap(xp.ascontiguousarray(pos[:, past:]))
 
 
 def causal_lm_loss(logits, labels):

@@ -3,15 +3,16 @@ not differentiable)."""
 import numpy as np
 
 import rtx
-from rtx.extend import Tensor, xp_of
+from rtx.extend import raw, xp_of
+from rtx.extend import wrap as _wrap
 
 
 def arr(t):
-    return t._data
+    return raw(t)
 
 
 def wrap(a):
-    return Tensor._make(a)
+    return _wrap(a)
 
 
 def xp(t):

@@ -1,6 +1,8 @@
 """coalesce (sort edges, merge duplicates), to_undirected, is_undirected."""
 import numpy as np
 
+from rtx.extend import raw
+
 from ._index import arr, check_edge_index, num_nodes_of, wrap, xp
 from .scatter import scatter
 
@@ -48,5 +50,5 @@ def is_undirected(edge_index, edge_attr=None, num_nodes=None):
         return False
     if edge_attr is None:
         return True
-    e = edge_attr._data
+    e = raw(edge_attr)
     return bool((e[fwd] == e[bwd]).all())

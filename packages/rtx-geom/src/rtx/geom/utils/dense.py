@@ -4,6 +4,7 @@ These build dense [B, N, N] arrays by design; message passing never calls them."
 import numpy as np
 
 import rtx
+from rtx.extend import raw
 
 from ._index import arr, check_edge_index, wrap, xp
 
@@ -44,7 +45,7 @@ def dense_to_sparse(adj, mask=None):
     are numbered consecutively, as a Batch numbers them."""
     if adj.dim() not in (2, 3):
         raise ValueError(f"dense_to_sparse(): expected a two- or three-dimensional adjacency, got {adj.dim()} dims")
-    a = adj._data
+    a = raw(adj)
     m = xp(adj)
     a3 = a[None] if a.ndim == 2 else a
     bsz, n = a3.shape[0], a3.shape[1]

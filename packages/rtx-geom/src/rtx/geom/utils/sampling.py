@@ -2,6 +2,7 @@
 import numpy as np
 
 import rtx
+from rtx.extend import raw
 
 from ._index import arr, check_edge_index, num_nodes_of, wrap, xp
 
@@ -65,7 +66,7 @@ def dropout_edge(edge_index, p=0.5, force_undirected=False, training=True, gener
     if not training or p == 0.0:
         return edge_index, wrap(np.ones(a.shape[1], dtype=bool)).to(edge_index.device)
     m = xp(edge_index)
-    keep = (rtx.rand(a.shape[1], generator=generator, device=edge_index.device) >= p)._data
+    keep = raw(rtx.rand(a.shape[1], generator=generator, device=edge_index.device) >= p)
     if not force_undirected:
         return wrap(a[:, keep]), wrap(keep)
     # Decide once per unordered pair (on its i < j copy) and keep both directions.

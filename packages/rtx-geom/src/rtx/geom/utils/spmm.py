@@ -7,7 +7,7 @@ row-wise dot for the weights, both in Tensor ops, so double backward works.
 """
 import numpy as np
 
-from rtx.extend import Primitive, Tensor, xp_of
+from rtx.extend import Primitive, raw, wrap, xp_of
 
 
 def _csr(xp, data, row, col, shape):
@@ -23,9 +23,9 @@ class SpMM(Primitive):
 
     @staticmethod
     def forward(ctx, weight, x, *, row, col, num_rows):
-        xa = x._data
+        xa = raw(x)
         xp = xp_of(x)
-        w = weight._data if weight is not None else xp.ones(row.shape[0], dtype=xa.dtype)
+        w = raw(weight) if weight is not None else xp.ones(row.shape[0], dtype=xa.dtype)
         a = _csr(xp, w.astype(xa.dtype, copy=False), row, col, (num_rows, xa.shape[0]))
         ctx.save_for_backward(weight, x)
         ctx.row, ctx.col, ctx.num_rows = row, col, num_rows
@@ -40,7 +40,7 @@ class SpMM(Primitive):
         if gx_needed:
             gx = SpMM.apply(weight, grad, row=ctx.col, col=ctx.row, num_rows=x.shape[0])
         if gw_needed:
-            row, col = Tensor._make(ctx.row), Tensor._make(ctx.col)
+            row, col = wrap(ctx.row), wrap(ctx.col)
             prod = grad.index_select(0, row) * x.index_select(0, col)
             gw = prod.reshape(prod.shape[0], -1).sum(1)
         return gw, gx
@@ -53,14 +53,14 @@ def spmm(edge_index, x, edge_weight=None, num_nodes=None, reduce="sum"):
     if reduce not in ("sum", "add", "mean"):
         raise ValueError(f"spmm(): reduce must be 'sum' or 'mean', got {reduce!r}")
     n = x.shape[0] if num_nodes is None else int(num_nodes)
-    src, dst = edge_index._data[0], edge_index._data[1]
+    src, dst = raw(edge_index)[0], raw(edge_index)[1]
     if edge_weight is not None and edge_weight.dtype != x.dtype:
         edge_weight = edge_weight.to(x.dtype)
     out = SpMM.apply(edge_weight, x, row=dst, col=src, num_rows=n)
     if reduce == "mean":
         xp = xp_of(x)
-        count = xp.bincount(dst, minlength=n).astype(x._data.dtype)
-        out = out / Tensor._make(xp.maximum(count, 1).reshape((n,) + (1,) * (x.dim() - 1)))
+        count = xp.bincount(dst, minlength=n).astype(raw(x).dtype)
+        out = out / wrap(xp.maximum(count, 1).reshape((n,) + (1,) * (x.dim() - 1)))
     return out
 
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from rtx.extend import Tensor, raw, wrap
 from rtx.nlg.generation import processors as P
 from rtx.nlg.generation.config import GenerationConfig
 
@@ -150,9 +151,8 @@ def _model_default(model, name):
 
 
 def _as_array(x, name):
-    from rtx.extend import Tensor
     if isinstance(x, Tensor):
-        return x._data
+        return raw(x)
     if isinstance(x, (list, tuple)):
         try:
             return np.asarray(x, dtype=np.int64)
@@ -170,8 +170,7 @@ def _xp(a):
 
 
 def _tensor(arr):
-    from rtx.extend import Tensor
-    return Tensor._make(arr)
+    return wrap(arr)
 
 
 def _forward(model, ids, mask, past, use_cache):
@@ -190,7 +189,7 @@ def _forward(model, ids, mask, past, use_cache):
     if logits.ndim != 3 or logits.shape[0] != ids.shape[0] or logits.shape[1] != ids.shape[1]:
         raise ValueError(f"generate: the model returned logits of shape {tuple(logits.shape)} for input_ids "
                          f"{tuple(ids.shape)}; expected (batch, seq, vocab)")
-    scores = logits._data[:, -1, :]
+    scores = raw(logits)[:, -1, :]
     if scores.dtype not in (np.float32, np.float64):
         scores = scores.astype(np.float32)
     return scores, (getattr(out, "past_key_values", None) if use_cache else None)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from rtx.extend import Tensor
+from rtx.extend import Tensor, raw, wrap
 
 OPS: dict = {}
 
@@ -39,7 +39,7 @@ def arr(t):
     if t is None:
         return None
     if type(t) is Tensor:
-        return t._data
+        return raw(t)
     return np.asarray(t)
 
 
@@ -49,7 +49,7 @@ def const(a) -> Tensor:
         return a
     if not hasattr(a, "shape") or isinstance(a, np.generic):
         a = np.asarray(a)
-    return Tensor._make(a)
+    return wrap(a)
 
 
 def is_float(t) -> bool:
@@ -86,7 +86,7 @@ def xp_of(*ts):
     from rtx.runtime import array_module
     for t in ts:
         if t is not None and type(t) is Tensor:
-            return array_module(t._data)
+            return array_module(raw(t))
     return np
 
 

@@ -11,9 +11,8 @@ import pickle
 import tarfile
 
 import numpy as np
-from PIL import Image
 
-from rtx.vision.datasets.vision import VisionDataset, download_note
+from rtx.vision.datasets.vision import ArrayImageDataset, download_note
 
 __all__ = ["CIFAR10", "CIFAR100"]
 
@@ -39,7 +38,7 @@ def _load_batch(path):
     return {k.decode("latin1") if isinstance(k, bytes) else k: v for k, v in entry.items()}
 
 
-class CIFAR10(VisionDataset):
+class CIFAR10(ArrayImageDataset):
     """CIFAR-10: 32x32 RGB images of 10 classes, 50,000 train / 10,000 test."""
 
     base_folder = "cifar-10-batches-py"
@@ -81,19 +80,8 @@ class CIFAR10(VisionDataset):
                 f"use); the archive is at {self.url}.{download_note(self._download)}")
         return folder
 
-    def __getitem__(self, index):
-        img, target = Image.fromarray(self.data[index]), self.targets[index]
-        if self.transform is not None:
-            img = self.transform(img)
-        if self.target_transform is not None:
-            target = self.target_transform(target)
-        return img, target
-
-    def __len__(self):
-        return len(self.data)
-
-    def extra_repr(self):
-        return f"Split: {'Train' if self.train else 'Test'}"
+    def _images_and_labels(self):
+        return self.data, self.targets
 
 
 class CIFAR100(CIFAR10):

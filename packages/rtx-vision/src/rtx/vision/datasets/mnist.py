@@ -7,10 +7,9 @@ import gzip
 import os
 
 import numpy as np
-from PIL import Image
 
 import rtx
-from rtx.vision.datasets.vision import VisionDataset, download_note
+from rtx.vision.datasets.vision import ArrayImageDataset, download_note
 
 __all__ = ["MNIST", "FashionMNIST", "read_idx"]
 
@@ -38,7 +37,7 @@ def read_idx(path):
     return np.frombuffer(data, dtype=dtype, offset=offset).reshape(shape).astype(dtype.newbyteorder("="))
 
 
-class GreyDigitImages(VisionDataset):
+class GreyDigitImages(ArrayImageDataset):
     """What MNIST and Digits share: uint8 (N, H, W) images in self._images served as 'L' PIL images with int labels
     from self._labels, ten digit classes, a train/test split."""
 
@@ -49,19 +48,8 @@ class GreyDigitImages(VisionDataset):
     def class_to_idx(self):
         return {c: i for i, c in enumerate(self.classes)}
 
-    def __getitem__(self, index):
-        img, target = Image.fromarray(self._images[index]), int(self._labels[index])
-        if self.transform is not None:
-            img = self.transform(img)
-        if self.target_transform is not None:
-            target = self.target_transform(target)
-        return img, target
-
-    def __len__(self):
-        return len(self._labels)
-
-    def extra_repr(self):
-        return f"Split: {'Train' if self.train else 'Test'}"
+    def _images_and_labels(self):
+        return self._images, self._labels
 
 
 class MNIST(GreyDigitImages):

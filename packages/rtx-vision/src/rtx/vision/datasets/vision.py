@@ -64,6 +64,32 @@ class _StandardTransform:
         return input, target
 
 
+class ArrayImageDataset(VisionDataset):
+    """A data set held in memory as one uint8 image array ((N, H, W) or (N, H, W, C)) and a label
+    sequence, served as PIL images with int labels (what MNIST, Digits and CIFAR share).
+    Subclasses say where the two live through `_images_and_labels()` and set `self.train`."""
+
+    def _images_and_labels(self):
+        raise NotImplementedError(f"{type(self).__name__} must implement _images_and_labels")
+
+    def __getitem__(self, index):
+        from PIL import Image  # Pillow only when an item is read
+
+        images, labels = self._images_and_labels()
+        img, target = Image.fromarray(images[index]), int(labels[index])
+        if self.transform is not None:
+            img = self.transform(img)
+        if self.target_transform is not None:
+            target = self.target_transform(target)
+        return img, target
+
+    def __len__(self):
+        return len(self._images_and_labels()[1])
+
+    def extra_repr(self):
+        return f"Split: {'Train' if self.train else 'Test'}"
+
+
 def download_note(download):
     """What a missing-file error adds. As torchvision, download=True with the files in place just
     loads them; only files that are missing would be fetched, and rtx cannot fetch them."""

@@ -14,7 +14,7 @@ import math
 import numpy as np
 
 import rtx.nn as nn
-from rtx.extend import Primitive, Tensor
+from rtx.extend import Primitive, Tensor, raw
 from rtx.runtime.devices import array_module
 
 __all__ = ["roi_align", "RoIAlign"]
@@ -72,7 +72,7 @@ class _RoIAlign(Primitive):
 
     @staticmethod
     def forward(ctx, x, *, bidx, hidx, ay, ax):
-        x = x._data
+        x = raw(x)
         xp = array_module(x)
         K, C = len(bidx), x.shape[1]
         out = xp.zeros((K, C, ay.shape[1], ax.shape[1]), dtype=x.dtype)
@@ -91,7 +91,7 @@ class _RoIAlign(Primitive):
 class _RoIAlignAdjoint(Primitive):
     @staticmethod
     def forward(ctx, g, *, bidx, hidx, ay, ax, shape):
-        g = g._data
+        g = raw(g)
         xp = array_module(g)
         gx = xp.zeros(shape, dtype=g.dtype)
         for k0 in range(0, len(bidx), _CHUNK):
@@ -145,8 +145,8 @@ def roi_align(input, boxes, output_size, spatial_scale=1.0, sampling_ratio=-1, a
         raise ValueError(f"roi_align(): output_size must be a positive int or (h, w), got {output_size}")
     rois = _rois(boxes, input)
     bidx, ay, ax = _weights(rois, out_hw, tuple(input.shape[2:]), float(spatial_scale), int(sampling_ratio),
-                            bool(aligned), input._data.dtype)
-    xp = array_module(input._data)
+                            bool(aligned), raw(input).dtype)
+    xp = array_module(raw(input))
     # the weights live on the input's device; the image indices also stay on the host (hidx)
     return _RoIAlign.apply(input, bidx=xp.asarray(bidx), hidx=bidx, ay=xp.asarray(ay), ax=xp.asarray(ax))
 
