@@ -90,16 +90,16 @@ def _compute_dtype(dt):
     return np.dtype(np.float32) if dt.itemsize < 4 and dt.kind != "c" else dt
 
 
-def _tuned(arr, x_shape, w_shape, stride):
+def _tuned(arr, x_shape, w_shape, stride, chunk_bytes=None):
     """(chunk size limit in bytes or None, workers) for the convolution with input x_shape, weight
-    w_shape and this stride: the CPU defaults (_CHUNK_BYTES, _workers)
+    w_shape and this stride: the CPU defaults (chunk_bytes, else _CHUNK_BYTES; _workers)
     unless `rtx automeasure tune` measured something faster for this geometry on this machine
     (rtx.runtime.tuning, op "conv<n>d", shape (N, C, *S, O, *kernel, *stride)). The forward and
     both backward kernels of one layer ask with the same key; a GPU takes the whole batch."""
     dev = device_of(arr).type
     if dev != "cpu":
         return _CHUNK_BYTES.get(dev), 1
-    limit, workers = _CHUNK_BYTES["cpu"], _workers(arr)
+    limit, workers = chunk_bytes or _CHUNK_BYTES["cpu"], _workers(arr)
     cfg = _tuning.lookup(f"conv{len(stride)}d", tuple(x_shape) + (w_shape[0],) + tuple(w_shape[2:]) + tuple(stride),
                          arr.dtype, "cpu")
     if cfg:  # a value of the wrong kind (a hand-edited file) keeps the default
@@ -262,6 +262,134 @@ def _batch_columns(x, kernel, geom, out, cdt):
                        buf=buf), True
 
 
+# ---- channels-last columns (CPU) -------------------------------------------------------------
+#
+# For convolutions with a spatial kernel and a few channels or more, the CPU builds the columns
+# from a channels-last copy of the padded input, (N, *S, C): one row per output pixel, (kernel
+# offset, channel) along the row, so the copy moves runs of kw*C numbers (C with dilation)
+# instead of runs as short as an image row (8-16 numbers in rtx-diffuse's UNet). The columns are
+# built and multiplied ~1 MB at a time, while they are still in L2 (1 MB a core here), and each
+# product (pixels, O) is transposed into its slice of the output. Measured per 3x3 layer at
+# batch 32, one thread, CPU ms old -> new: forward 32->32 at 16x16 4.9 -> 2.7, 64->64 at 8x8
+# 3.6 -> 2.3, 96->32 at 16x16 13.1 -> 7.6; weight gradient 4.1 -> 2.6, 4.2 -> 2.0, 11.4 -> 7.6
+# (table and command: packages/rtx-nn/README.md, "Performance"). Below _CL_MIN_CHANNELS input
+# channels the runs are short and the other layout wins; 1x1 kernels keep their pointwise
+# matmuls; grouped convolutions and GPUs (one whole-batch matmul) keep the other path.
+
+_CL_CHUNK_BYTES = 1 << 20
+_CL_MIN_CHANNELS = 16
+_CL_MAX_WEIGHT_BYTES = 4 << 20
+
+
+def _cl_chunk_bytes(weight_size, dtype):
+    """The default chunk: _CL_CHUNK_BYTES, or twice the weights when they are bigger (late layers: each
+    piece streams all the weights through the matmul; measured for 512x512x3x3 at 7x7, batch 8: 37 ms
+    forward with 1 MB pieces, 24 with 8 MB, as the other path)."""
+    return max(_CL_CHUNK_BYTES, 2 * weight_size * np.dtype(dtype).itemsize)
+
+
+def _channels_last_pays(x, C, K, g, weight_size):
+    """Whether this convolution takes the channels-last columns (see above). Above _CL_MAX_WEIGHT_BYTES
+    of weights (512x512x3x3) the other path, whose threads can split the weights, was as fast or faster."""
+    return g == 1 and K > 1 and C >= _CL_MIN_CHANNELS and array_module(x) is np and \
+        weight_size * x.itemsize <= _CL_MAX_WEIGHT_BYTES
+
+
+def _cl_windows(x, kernel, geom, out, cdt):
+    """Every window of x, zero-padded and channels last, as a read-only view (N, *out, *kernel, C).
+    The padded copy lives in this thread's workspace slot 1."""
+    N, C = x.shape[:2]
+    padded = tuple(n + lo + hi for n, (lo, hi) in zip(x.shape[2:], geom.pads))
+    xt = _workspace(x, N * C * _prod(padded), cdt, slot=1).reshape((N,) + padded + (C,))
+    if any(lo or hi for lo, hi in geom.pads):
+        _win.pad(np.moveaxis(x, 1, -1), geom.pads, axis=1, buf=xt.reshape(-1))
+    else:
+        xt[...] = np.moveaxis(x, 1, -1)
+    return _win.sliding_windows(xt, kernel, geom.stride, geom.dilation, out_shape=out, axis=1, kernel_first=False,
+                                writeable=False)
+
+
+def _cl_units(limit, N, out, row_bytes, workers):
+    """(n0, n1, r0, r1) pieces of the work: samples n0:n1, output rows r0:r1 (of the first spatial
+    dim), each with at most about `limit` bytes of columns; a sample bigger than that is cut by
+    rows."""
+    per_sample = out[0] * row_bytes
+    if limit is None or per_sample <= limit:
+        chunks, _ = _chunks(limit, N, per_sample, workers)
+        return [(n0, n1, 0, out[0]) for n0, n1 in chunks]
+    cuts = _ranges(out[0], -(-per_sample // limit))
+    return [(n, n + 1, r0, r1) for n in range(N) for r0, r1 in cuts]
+
+
+def _cl_columns(win, n0, n1, r0, r1, width, cdt):
+    """The columns of samples n0:n1, output rows r0:r1: a (pixels, width = K*C) matrix in this
+    thread's workspace slot 0."""
+    src = win[n0:n1, r0:r1]
+    cols = _workspace(win, src.size, cdt).reshape(src.shape)
+    cols[...] = src
+    return cols.reshape(-1, width)
+
+
+def _cl_conv(x, w, b, geom, out, cdt, limit, workers):
+    """_conv_fwd on the channels-last columns: per piece, columns (pixels, K*C) @ w^T (K*C, O),
+    the weights' rows reordered once to (offset, channel)."""
+    N, C = x.shape[:2]
+    O, kernel = w.shape[0], tuple(w.shape[2:])
+    KC, L, per_row = _prod(kernel) * C, _prod(out), _prod(out[1:])
+    wT = np.ascontiguousarray(np.moveaxis(w, 1, -1)).reshape(O, KC).T
+    win = _cl_windows(x, kernel, geom, out, cdt)
+    result = np.empty((N, O) + out, dtype=cdt)
+    y = result.reshape(N, O, L)
+    bias = None if b is None else b.reshape(O, 1)
+
+    def run(n0, n1, r0, r1):
+        cols = _cl_columns(win, n0, n1, r0, r1, KC, cdt)
+        Y = np.matmul(cols, wT, out=_workspace(x, cols.shape[0] * O, cdt, slot=2).reshape(-1, O))
+        Yt = Y.reshape(n1 - n0, -1, O).transpose(0, 2, 1)
+        dst = y[n0:n1, :, r0 * per_row:r1 * per_row]
+        if bias is None:
+            dst[...] = Yt
+        else:  # the bias rides along with the transposing copy
+            np.add(Yt, bias, out=dst)
+
+    _run_chunks(x, _cl_units(limit, N, out, per_row * KC * x.itemsize, workers), workers, run)
+    return result
+
+
+def _cl_weight_grad(x, y, geom, kernel, cdt, limit, workers):
+    """_convW_fwd on the channels-last columns: dw (O, K*C) = sum over pieces of y's piece
+    (O, pixels) @ its columns (pixels, K*C); each worker sums its own pieces, then the workers'
+    sums are added and the (offset, channel) rows put back in (channel, offset) order."""
+    N, C = x.shape[:2]
+    O, out = y.shape[1], tuple(y.shape[2:])
+    KC, L, per_row = _prod(kernel) * C, _prod(out), _prod(out[1:])
+    win = _cl_windows(x, kernel, geom, out, cdt)
+    y3 = y.reshape(N, O, L)
+    units = _cl_units(limit, N, out, per_row * KC * x.itemsize, workers)
+
+    def run(i0, i1):
+        acc = None
+        for n0, n1, r0, r1 in units[i0:i1]:
+            cols = _cl_columns(win, n0, n1, r0, r1, KC, cdt)
+            yb = y3[n0:n1, :, r0 * per_row:r1 * per_row].swapaxes(0, 1).reshape(O, -1)  # a copy unless one sample
+            if acc is None:
+                acc = np.matmul(yb, cols)
+            else:
+                acc += np.matmul(yb, cols, out=_workspace(x, O * KC, cdt, slot=2).reshape(O, KC))
+        return acc
+
+    parts = _run_chunks(x, _ranges(len(units), workers), workers, run)
+    gw = np.empty((O, C) + tuple(kernel), dtype=cdt)
+    if not parts:  # an empty batch
+        gw[...] = 0
+        return gw
+    acc = parts[0]
+    for part in parts[1:]:
+        acc += part
+    gw[...] = np.moveaxis(acc.reshape((O,) + tuple(kernel) + (C,)), -1, 1)
+    return gw
+
+
 def _conv_fwd(x, w, b, geom, out=None):
     xp = array_module(x)
     dt = x.dtype
@@ -273,6 +401,9 @@ def _conv_fwd(x, w, b, geom, out=None):
     O, kernel, g = w.shape[0], tuple(w.shape[2:]), geom.groups
     out = _out_shape(x.shape[2:], kernel, geom) if out is None else tuple(out)
     K, L, Cg = _prod(kernel), _prod(out), C // g
+    if _channels_last_pays(x, C, K, g, w.size):
+        y = _cl_conv(x, w, b, geom, out, cdt, *_tuned(x, x.shape, w.shape, geom.stride, _cl_chunk_bytes(w.size, cdt)))
+        return y if cdt == dt else y.astype(dt)
     w2 = w.reshape(g, O // g, Cg * K)
     result = xp.empty((N, O) + out, dtype=cdt)   # owns its memory (see _convW_fwd), written through y
     y = result.reshape(N, O, L)
@@ -443,6 +574,10 @@ def _convW_fwd(x, y, geom, kernel):
     O, g, out = y.shape[1], geom.groups, tuple(y.shape[2:])
     kernel = tuple(kernel)
     Cg, K, L = C // g, _prod(kernel), _prod(out)
+    if _channels_last_pays(x, C, K, g, O * Cg * K):
+        gw = _cl_weight_grad(x, y, geom, kernel, cdt, *_tuned(x, x.shape, (O, Cg) + kernel, geom.stride,
+                                                               _cl_chunk_bytes(O * Cg * K, cdt)))
+        return gw if cdt == dt else gw.astype(dt)
     # dw^T = cols (Cg*K, B*L) @ y^T (B*L, Og): the long axis is the contraction and the thin Og
     # the output width, which BLAS runs faster than y @ cols^T (measured 26 vs 35 ms).
     limit, workers = _tuned(x, x.shape, (O, Cg) + kernel, geom.stride)
