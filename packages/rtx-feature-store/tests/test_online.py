@@ -212,3 +212,94 @@ def test_timestamps_round_trip_and_feast_json_format(tmp_path, online_spec):
     assert iso == ["1970-01-01T00:00:00Z" if i >= 40 else stamps[i].isoformat() + "Z" for i in ids]
     assert iso_timestamps([0.5, -1.0, None, 1e9]) == ["1970-01-01T00:00:00.500000Z", "1969-12-31T23:59:59Z",
                                                       "1970-01-01T00:00:00Z", "2001-09-09T01:46:40Z"]
+
+
+def test_values_cut_from_stored_text_equal_the_written_rows(tmp_path, online_spec):
+    # A view of numbers and booleans answers with its values' stored text cut into columns (no decoding); rows of
+    # another layout (written before the view changed, or in the older {feature: value} form), strings, NaN and
+    # Infinity send the lookup down the decoding path. Both must give exactly the written values and statuses.
+    from rtx.feature_store import Bool
+    from rtx.feature_store.online import entity_key
+    r = random.Random(11)
+    pq.write_table(pa.table({"driver_id": [0], "ts": [T0], "created": [T0], "a": [0.5], "b": [1], "c": [True]}),
+                   tmp_path / "ev.parquet")
+    ent = Entity("driver", ["driver_id"])
+    fv = FeatureView("v", [ent], [Field("a", Float64), Field("b", Int64), Field("c", Bool)],
+                     FileSource(str(tmp_path / "ev.parquet"), "ts", "created"), ttl=dt.timedelta(hours=1))
+    store = FeatureStore(tmp_path / "repo", online_store=online_spec)
+    store.apply([ent, fv])
+    now = T0 + 10 * H
+    written = {}  # id -> (values dict, fresh?, timestamp)
+    tick = iter(range(10**6))
+
+    def sec(t):
+        return (t - dt.datetime(1970, 1, 1)).total_seconds()
+
+    def value(f):
+        return None if r.random() < 0.15 else {"a": r.choice([r.uniform(-1e6, 1e6), -0.0, 1e-300, 2.5e17]),
+                                               "b": r.choice([r.randrange(-10**15, 10**15), 0]),
+                                               "c": r.random() < 0.5}[f]
+
+    def write(ids, make, newest=False):
+        rows = []
+        for i in ids:
+            fresh = r.random() < 0.8
+            v = make()
+            ts = sec(now - r.uniform(0.1, 0.9 if fresh else 3) * H)
+            if newest:  # replaces what is stored: fresh and newer than every earlier write
+                ts = sec(now) - 60 + next(tick)
+            if i not in written or ts >= written[i][2]:  # the store keeps the newer row
+                written[i] = (v, ts >= sec(now - H), ts)
+            rows.append((entity_key([i]), v, ts, ts))
+        store.online.write("v", rows)
+
+    write(range(40), lambda: {f: value(f) for f in "abc"})
+    ids = [r.choice([*range(40), 100, 101]) for _ in range(60)]  # repeats and missing keys
+
+    def expect(ids, feats):
+        vals = {f: [] for f in feats}
+        sts = {f: [] for f in feats}
+        for i in ids:
+            v, fresh, _ = written.get(i, (None, False, 0))
+            for f in feats:
+                x = v.get(f) if v is not None and fresh else None
+                vals[f].append(x)
+                sts[f].append("NOT_FOUND" if v is None else "OUTSIDE_MAX_AGE" if not fresh else
+                              "NULL_VALUE" if x is None else "PRESENT")
+        return vals, sts
+
+    def check(ids, feats, cut):
+        got = store.get_online_features([f"v:{f}" for f in feats], {"driver_id": ids}, now=now)
+        assert bool(got.value_json) == cut  # which path answered
+        server_text = json.loads(got.to_feast_json_bytes())
+        vals, sts = expect(ids, feats)
+        d = got.to_dict()
+        for f in feats:
+            assert [(type(x), x) for x in d[f]] == [(type(x), x) for x in vals[f]], f
+            assert got.statuses[f] == sts[f], f
+        assert server_text == got.to_feast_json()
+        assert [res["values"] for res in server_text["results"][1:]] == [vals[f] for f in feats]
+
+    check(ids, ["a", "b", "c"], cut=True)
+    check(ids, ["c", "a"], cut=True)
+    write([5, 6], lambda: {"c": value("c"), "a": value("a")}, newest=True)  # another layout (e.g. pushed partial rows)
+    check(ids + [5, 6], ["a", "b", "c"], cut=False)
+    write([5, 6], lambda: {f: value(f) for f in "abc"}, newest=True)
+    check(ids + [5, 6], ["a", "b", "c"], cut=True)
+    write([7], lambda: {"a": float("inf"), "b": 1, "c": False}, newest=True)  # not JSON: decoded; the server refuses it
+    check([7, 8], ["b", "c"], cut=False)
+    with pytest.raises(ValueError, match="JSON compliant"):
+        store.get_online_features(["v:a"], {"driver_id": [7]}, now=now).to_feast_json_bytes()
+    write([7], lambda: {f: value(f) for f in "abc"}, newest=True)
+    check(ids + [7], ["b"], cut=True)
+    # a row in the {feature: value} form of earlier versions, stored as they wrote it
+    old = {"a": 1.25, "b": 3, "c": True}
+    ts = sec(now)
+    if online_spec.startswith("redis"):
+        store.online.client.hset(store.online._key("v", "[9]"), mapping={"v": json.dumps(old), "ts": repr(ts),
+                                                                         "c": repr(ts)})
+    else:
+        with store.online._conn() as c:
+            c.execute("UPDATE online SET vals = ?, ts = ? WHERE fv = 'v' AND ek = '[9]'", (json.dumps(old), ts))
+    written[9] = (old, True, ts)
+    check(ids + [9], ["a", "b", "c"], cut=False)

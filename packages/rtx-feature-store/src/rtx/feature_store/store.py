@@ -14,7 +14,7 @@ import pyarrow as pa
 
 from . import offline
 from .definitions import Entity, FeatureService, FeatureView, OnDemandFeatureView, RequestSource, from_dict
-from .online import entity_key, open_online_store
+from .online import decode_row, entity_key, open_online_store, row_prefix
 from .registry import Registry
 
 PRESENT, NOT_FOUND, OUTSIDE_MAX_AGE, NULL_VALUE = "PRESENT", "NOT_FOUND", "OUTSIDE_MAX_AGE", "NULL_VALUE"
@@ -100,19 +100,41 @@ class RetrievalJob:
         return rtx.data.TensorDataset(x, rtx.tensor(col(label)))
 
 
-def iso_timestamps(ts):
-    """Epoch seconds (None: the epoch) -> ISO 8601 UTC strings as Feast's server writes them: microseconds only
-    when not zero, then "Z". NumPy formats the lot in one call (five times faster than a datetime per row)."""
+def _iso_us(ts):
     if None in ts:
         ts = [0.0 if t is None else t for t in ts]
     us = np.rint(np.asarray(ts, dtype=np.float64) * 1e6).astype("datetime64[us]")
-    return [s[:-7] + "Z" if s.endswith(".000000") else s + "Z" for s in np.datetime_as_string(us, unit="us").tolist()]
+    return np.datetime_as_string(us, unit="us").tolist()  # NumPy formats the lot in one call
+
+
+def iso_timestamps(ts):
+    """Epoch seconds (None: the epoch) -> ISO 8601 UTC strings as Feast's server writes them: microseconds only
+    when not zero, then "Z"."""
+    return [s[:-7] + "Z" if s.endswith(".000000") else s + "Z" for s in _iso_us(ts)]
+
+
+def iso_timestamps_json(ts):
+    """JSON text of iso_timestamps(ts), made by joins and one replace instead of a Python step per string."""
+    if not ts:
+        return "[]"
+    return ('["' + 'Z","'.join(_iso_us(ts)) + 'Z"]').replace('.000000Z"', 'Z"')
 
 
 class OnlineResponse:
-    def __init__(self, keys, names, values, statuses, timestamps):
+    def __init__(self, keys, names, values, statuses, timestamps, value_json=None):
         self.keys, self.names = keys, names  # keys: {join key: [values]}, names: feature output names
-        self.values, self.statuses, self.timestamps = values, statuses, timestamps  # {name: [per row]}
+        self.statuses, self.timestamps = statuses, timestamps  # {name: [per row]}
+        # A feature's values are held either as a list or, when cut straight out of the online store's text
+        # (split_columns), as a JSON array text, decoded only if someone reads `values`: the feature server
+        # never does.
+        self._values, self.value_json = values, value_json or {}
+
+    @property
+    def values(self):
+        for n, text in self.value_json.items():
+            if n not in self._values:
+                self._values[n] = json.loads(text)
+        return self._values
 
     def to_dict(self, include_event_timestamps=False):
         out = {k: list(v) for k, v in self.keys.items()}
@@ -141,35 +163,33 @@ class OnlineResponse:
 
 
     def to_feast_json_bytes(self):
-        """to_feast_json() as UTF-8 JSON text, made without encoding the same list twice: the features of a view
-        share one timestamps list and mostly the same statuses, which the plain encoder would write out (and
-        spend as much CPU as on the values) once per feature."""
+        """to_feast_json() as UTF-8 JSON text, each distinct list encoded once: the features of a view share one
+        timestamps list and mostly equal statuses, which the plain encoder would write out (spending as much CPU
+        as on the values) once per feature. Values cut from the online store's text (value_json) go in as they
+        are."""
         enc = _FEAST_ENCODER.encode
-        done = {}  # id(list) -> its JSON, for lists shared between columns
-
-        def shared(lst):
-            j = done.get(id(lst))
-            if j is None:
-                j = done[id(lst)] = enc(lst)
-            return j
-        present = {}  # n -> JSON of [PRESENT] * n
+        stamps_json = {}  # id(timestamps list) -> its JSON
+        statuses_json = []  # (statuses, JSON): a feature whose statuses equal an earlier one's reuses its text
 
         def status_json(st):
-            n = len(st)
-            if n not in present:
-                present[n] = ([PRESENT] * n, enc([PRESENT] * n))
-            return present[n][1] if st == present[n][0] else enc(st)
+            for seen, j in statuses_json:
+                if st == seen:
+                    return j
+            j = enc(st)
+            statuses_json.append((st, j))
+            return j
         parts = []
         for v in self.keys.values():
+            epoch_json = "[" + ",".join(['"1970-01-01T00:00:00Z"'] * len(v)) + "]"
             parts.append(f'{{"values":{enc(list(v))},"statuses":{status_json([PRESENT] * len(v))},'
-                         f'"event_timestamps":{enc(["1970-01-01T00:00:00Z"] * len(v))}}}')
-        formatted = {}
+                         f'"event_timestamps":{epoch_json}}}')
         for n in self.names:
             ts = self.timestamps[n]
-            if id(ts) not in formatted:
-                formatted[id(ts)] = iso_timestamps(ts)
-            parts.append(f'{{"values":{enc(self.values[n])},"statuses":{status_json(self.statuses[n])},'
-                         f'"event_timestamps":{shared(formatted[id(ts)])}}}')
+            if id(ts) not in stamps_json:
+                stamps_json[id(ts)] = iso_timestamps_json(ts)
+            values = self.value_json.get(n) or enc(self._values[n])
+            parts.append(f'{{"values":{values},"statuses":{status_json(self.statuses[n])},'
+                         f'"event_timestamps":{stamps_json[id(ts)]}}}')
         names = enc(list(self.keys) + self.names)
         return f'{{"metadata":{{"feature_names":{names}}},"results":[{",".join(parts)}]}}'.encode()
 
@@ -178,6 +198,20 @@ class OnlineResponse:
 _FEAST_ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))
 
 _NO_VALUES = {}  # the values of a row that is missing or too old: every feature reads as None
+_SCALAR_DTYPES = frozenset(("Int32", "Int64", "Float32", "Float64", "Bool"))  # stored as JSON numbers/true/false
+
+
+def split_columns(text, k, n):
+    """The online store's text of n rows of k bare values each (`0.25,9,0.5,null`: read_rows with the view's
+    prefix) -> one list of value texts per feature, without decoding: the stored text of a value is already what
+    an answer says, and parsing and printing 1,000 floats was most of a server request's CPU. None when a value
+    is not a plain scalar (a string, NaN or Infinity, which JSON lacks): the caller decodes the rows instead."""
+    if '"' in text or "[" in text or "{" in text or "N" in text or "I" in text:
+        return None
+    parts = text.split(",")
+    if len(parts) != n * k:
+        return None
+    return [parts[j::k] for j in range(k)]
 
 
 class _EntityRows:
@@ -543,8 +577,8 @@ class FeatureStore:
         n = rows.n
         now = time.time() if now is None else epoch(now)
         groups, key_types = self._online_plan(features)
-        values, statuses, stamps, names = {}, {}, {}, []
-        fetched = {}  # view name -> (docs, stamps), reused by on-demand views
+        values, value_json, statuses, stamps, names = {}, {}, {}, {}, []
+        fetched, decoded = {}, {}  # view name -> (rows' JSON text, stamps) / its rows as dicts, for on-demand views
 
         def fetch(view):
             if view.name not in fetched:
@@ -560,36 +594,78 @@ class FeatureStore:
                 else:
                     keys = [entity_key([_coerce_key(v, t, k) for v, t, k in zip(vals, types, jk)])
                             for vals in zip(*cols)]
-                fetched[view.name] = self.online.read_columns(view.name, keys)
+                # Views of numbers and booleans ask for their rows cut down to the bare values (split_columns);
+                # a missing row then reads as a row of nulls, keeping its place in the text.
+                scalar = bool(view.features) and all(f.dtype in _SCALAR_DTYPES for f in view.features)
+                prefix = row_prefix([f.name for f in view.features]) if scalar else ""
+                text, others, ts = self.online.read_rows(view.name, keys, prefix,
+                                                         ",".join(["null"] * len(view.features)) if scalar else "null")
+                if others:  # rows of another layout (written before the view changed): read them all whole
+                    text, _, ts = self.online.read_rows(view.name, keys, "", "null")
+                    prefix = ""
+                fetched[view.name] = (text, prefix, ts)
             return fetched[view.name]
 
-        def put(view, fs, docs, ts):
-            # Row states once per view; then per feature one C-level pass for the values and, in the common case
-            # (every row found and fresh, no nulls), a status list made by repetition.
+        def docs_of(view):
+            if view.name not in decoded:
+                text, prefix, _ = fetch(view)
+                if prefix:  # bare values, k per row
+                    flat, k, layout = json.loads(f"[{text}]"), len(view.features), [f.name for f in view.features]
+                    decoded[view.name] = [dict(zip(layout, flat[i * k:(i + 1) * k])) for i in range(n)]
+                else:
+                    decoded[view.name] = [decode_row(d) for d in json.loads(f"[{text}]")]
+            return decoded[view.name]
+
+        def row_states(view, ts):
+            """None when every row is found and fresh, else per row None (fine), NOT_FOUND or OUTSIDE_MAX_AGE."""
             ttl = getattr(view, "ttl", None)
             if None not in ts and (ttl is None or not ts or now - min(ts) <= ttl):
-                base = None
-            else:
-                base = [NOT_FOUND if t is None else OUTSIDE_MAX_AGE if ttl is not None and now - t > ttl else None
-                        for t in ts]
-                docs = [_NO_VALUES if b is not None else d for d, b in zip(docs, base)]
-                n_bad = n - base.count(None)
-                base_st = [b or PRESENT for b in base]  # the statuses of a feature without nulls
-            for f in fs:
-                name = f"{view.name}__{f}" if full_feature_names else f
-                if name in values:
-                    raise ValueError(f"feature name {name!r} requested twice; pass full_feature_names=True")
-                names.append(name)
-                vs = list(map(dict.get, docs, repeat(f, n)))
+                return None
+            return [NOT_FOUND if t is None else OUTSIDE_MAX_AGE if ttl is not None and now - t > ttl else None
+                    for t in ts]
+
+        def add(view, f, vs, base, null):
+            """Record feature f's values `vs` (a list, or value texts when null == "null") and its statuses."""
+            name = f"{view.name}__{f}" if full_feature_names else f
+            if name in values or name in value_json:
+                raise ValueError(f"feature name {name!r} requested twice; pass full_feature_names=True")
+            names.append(name)
+            if null is None:
                 values[name] = vs
-                if base is None:
-                    statuses[name] = [PRESENT] * n if None not in vs else [
-                        NULL_VALUE if x is None else PRESENT for x in vs]
-                elif vs.count(None) == n_bad:  # None only where the row is missing or too old
-                    statuses[name] = list(base_st)
-                else:
-                    statuses[name] = [b or (NULL_VALUE if x is None else PRESENT) for b, x in zip(base, vs)]
-                stamps[name] = ts  # one list per view, shared by its features (to_dict copies)
+            else:
+                value_json[name] = "[" + ",".join(vs) + "]"
+            if base is None:
+                statuses[name] = [PRESENT] * n if null not in vs else [
+                    NULL_VALUE if x == null else PRESENT for x in vs]
+            elif vs.count(null) == n - base.count(None):  # null only where the row is missing or too old
+                statuses[name] = [b or PRESENT for b in base]
+            else:
+                statuses[name] = [b or (NULL_VALUE if x == null else PRESENT) for b, x in zip(base, vs)]
+
+        def put(view, fs, text, prefix, ts):
+            # Row states once per view; then per feature, in the common case (a view of numbers, rows of its
+            # current layout), the values' own text cut out of the store's answer; else one decoder call for the
+            # view and one C-level pass per feature. Statuses by repetition when every row is found and fresh.
+            base = row_states(view, ts)
+            cols = split_columns(text, len(view.features), n) if prefix else None
+            if cols is not None:
+                layout = [f.name for f in view.features]
+                bad = [] if base is None else [i for i, b in enumerate(base) if b is not None]
+                for f in fs:
+                    vs = cols[layout.index(f)]
+                    if bad:  # rows too old read as null (missing ones already do)
+                        vs = list(vs)
+                        for i in bad:
+                            vs[i] = "null"
+                    add(view, f, vs, base, "null")
+                    stamps[names[-1]] = ts  # one list per view, shared by its features (to_dict copies)
+                return
+            docs = docs_of(view)
+            if base is not None:
+                docs = [_NO_VALUES if b is not None else d for d, b in zip(docs, base)]
+            for f in fs:
+                add(view, f, list(map(dict.get, docs, repeat(f, n))), base, None)
+                stamps[names[-1]] = ts
 
         for view, fs in groups:
             if isinstance(view, OnDemandFeatureView):
@@ -600,13 +676,17 @@ class FeatureStore:
                             msg = f"on-demand view {view.name!r} needs request field {fld.name!r}"
                             inputs[fld.name] = list(rows.column(fld.name, lambda r, msg=msg: msg))
                     else:
-                        docs, ts = fetch(s)
+                        docs, ts = docs_of(s), fetch(s)[2]
                         for f in s.features:
                             inputs[f.name] = [None if d is None else d.get(f.name) for d in docs]
                         ok = [o and t is not None for o, t in zip(ok, ts)]
                 out = view.udf(inputs)
-                put(view, fs, [{f: out[f][i] for f in fs} if ok[i] else None for i in range(n)],
-                    [now if o else None for o in ok])
+                ts = [now if o else None for o in ok]
+                base = row_states(view, ts)
+                docs = [{f: out[f][i] for f in fs} if ok[i] else _NO_VALUES for i in range(n)]
+                for f in fs:
+                    add(view, f, list(map(dict.get, docs, repeat(f, n))), base, None)
+                    stamps[names[-1]] = ts
             else:
                 put(view, fs, *fetch(view))
         keys = {}
@@ -614,4 +694,4 @@ class FeatureStore:
             for k in getattr(view, "join_keys", []):
                 if k not in keys:
                     keys[k] = list(rows.column(k, lambda r, k=k: f"entity row {r} lacks join key {k!r}"))
-        return OnlineResponse(keys, names, values, statuses, stamps)
+        return OnlineResponse(keys, names, values, statuses, stamps, value_json)
