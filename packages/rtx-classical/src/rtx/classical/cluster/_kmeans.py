@@ -1,6 +1,7 @@
-"""KMeans (Lloyd) and MiniBatchKMeans. The assignment step is chunked distance GEMMs on the device,
-the update step a one-hot GEMM; k-means++ draws from the same RandomState calls as scikit-learn's, so
-on the same data and seed the initial centres are the same."""
+"""KMeans (Lloyd) and MiniBatchKMeans. The assignment step is chunked distance GEMMs on the device, for
+the rows whose rounding-safe Hamerly bounds allow a new label (the labels are plain Lloyd's); the update
+moves float64 cluster sums by the rows that changed cluster, as one-hot GEMMs. k-means++ draws from the
+same RandomState calls as scikit-learn's, so on the same data and seed the initial centres are the same."""
 from __future__ import annotations
 
 import numbers
@@ -36,57 +37,86 @@ def _chunks(n, step):
     return [(s, min(n, s + step)) for s in range(0, n, step)]
 
 
-def _assign_chunk(Xc, centers_m2, c_sq, xs, xp, need_d=True):
-    """Nearest centre (first on ties, as argmin) and squared distance for one row chunk. centers_m2 is
-    -2 * centers: scaling by a power of two is exact, so folding it into the GEMM's input gives the same
-    bits as scaling the product, one pass over the block fewer."""
-    D = Xc @ centers_m2.T
-    D += c_sq
-    lab = D.argmin(axis=1)
-    if not need_d:
-        return lab, None
-    d = D[xp.arange(len(lab)), lab]
-    d += row_norms_sq(Xc, xp) if xs is None else xs
-    return lab, xp.maximum(d, 0, out=d)
+# Up to this many centres, labels come from the bits of a matrix-vector product (see _nearest); the sum of
+# distinct powers of two below 2^24 is exact in float32.
+_MAX_BIT_LABELS = 24
 
 
-def assign(X, centers, xp, x_sq=None, budget=64 << 20, sw=None, need_d=True):
-    """Nearest centre and squared distance of every row of X, in row chunks of bounded memory. With sw,
-    also the per-cluster weighted sums of rows and total weights (the Lloyd update), from the same chunk
-    while it is in cache: X.T @ onehot (the (n, d) x (n, k) order; onehot.T @ X is many times slower in
-    OpenBLAS for these shapes). need_d=False skips the distances (returned as None): a Lloyd step only
-    needs the labels."""
-    n, k = X.shape[0], centers.shape[0]
+def _nearest(Xc, centers_m2, c_sq, xp, pow2, second=False):
+    """Nearest centre (the first on ties, as argmin) of each row of a chunk and the row's minimum of
+    |c|^2 - 2 x.c (its squared distance less |x|^2, which does not move the argmin); with second, also the
+    second smallest (None otherwise).
+
+    NumPy's argmin along a short last axis costs ~30 ns a row (a loop call per row), more than the GEMM. So
+    the block goes centres-as-rows (one strided copy, the |c|^2 add folded in), where the minimum over centres
+    is k vectorised passes; the entries equal to it become 1.0, and pow2 @ that (pow2[j] = 2^(k-1-j)) has its
+    highest bit at the first minimal centre, read off by frexp. centers_m2 is -2 * centers: scaling by a
+    power of two is exact, so folding it into the GEMM's input gives the same bits as scaling the product."""
+    D = Xc @ centers_m2.T                      # (rows, k): OpenBLAS's fast shape for a thin product
+    if pow2 is None:                           # many centres: the rows are long enough for argmin
+        rows = xp.arange(D.shape[0])
+        D += c_sq
+        lab = D.argmin(axis=1)
+        dmin = D[rows, lab]
+        if not second:
+            return lab, dmin, None
+        D[rows, lab] = xp.inf
+        return lab, dmin, D.min(axis=1)
+    k = D.shape[1]
+    DT = xp.empty((k, D.shape[0]), dtype=D.dtype)
+    xp.add(D.T, c_sq[:, None], out=DT)
+    dmin = DT.min(axis=0)
+    eq = xp.empty_like(DT) if second else DT
+    xp.equal(DT, dmin, out=eq, casting="unsafe")
+    mant, e = xp.frexp(pow2 @ eq)
+    lab = k - e
+    if not second:
+        return lab, dmin, None
+    # the second smallest: the minimal entries pushed out of reach; where several centres tie for the
+    # minimum (the bits are not a single power of two) the second smallest is the minimum itself
+    eq *= np.finfo(DT.dtype).max
+    DT += eq
+    d2 = DT.min(axis=0)
+    ties = (mant != 0.5).nonzero()[0]
+    if len(ties):
+        d2[ties] = dmin[ties]
+    return lab, dmin, d2
+
+
+def assign(X, centers, xp, x_sq=None, budget=64 << 20, need_d=True, rows=None, second=False):
+    """Nearest centre and squared distance of every row of X (of X[rows] when given), in row chunks of
+    bounded memory. need_d=False skips the distances (returned as None). second=True returns, instead of
+    squared distances, |c|^2 - 2 x.c for the nearest and the second-nearest centre (lloyd's bounds)."""
+    k = centers.shape[0]
+    n = X.shape[0] if rows is None else len(rows)
     c_sq = row_norms_sq(centers, xp)
     centers_m2 = centers * -2
+    pow2 = (2.0 ** xp.arange(k - 1, -1, -1)).astype(X.dtype) if k <= _MAX_BIT_LABELS else None
     labels = xp.empty(n, dtype=xp.int32)
-    dmin = xp.empty(n, dtype=X.dtype) if need_d else None
+    dmin = xp.empty(n, dtype=X.dtype) if need_d or second else None
+    d2 = xp.empty(n, dtype=X.dtype) if second else None
+    if need_d and not second and x_sq is None:
+        x_sq = row_norms_sq(X, xp)
 
     def run(span):
         s, e = span
-        lab, d = _assign_chunk(X[s:e], centers_m2, c_sq, None if x_sq is None else x_sq[s:e], xp, need_d)
+        Xc = X[s:e] if rows is None else X.take(rows[s:e], axis=0)
+        lab, d, dd = _nearest(Xc, centers_m2, c_sq, xp, pow2, second)
         labels[s:e] = lab
-        if need_d:
-            dmin[s:e] = d
-        if sw is None:
-            return None
-        # scattered rather than compared against every centre, and weights by bincount: the broadcast compare,
-        # cast and column sums cost 20x the GEMM here
-        onehot = xp.zeros((e - s, k), dtype=X.dtype)
-        onehot[xp.arange(e - s), lab] = sw[s:e]
-        return X[s:e].T @ onehot, xp.bincount(lab, weights=sw[s:e], minlength=k).astype(X.dtype)
+        if second:
+            dmin[s:e], d2[s:e] = d, dd
+        elif need_d:
+            d += x_sq[s:e] if rows is None else x_sq[rows[s:e]]
+            xp.maximum(d, 0, out=dmin[s:e])
 
     step = _cpu_step(xp, n) or chunk_rows(n, k, X.dtype.itemsize, budget)
     spans = _chunks(n, step)
-    parts = rt.threads.parallel_map(run, spans) if xp is np and len(spans) > 1 else [run(sp) for sp in spans]
-    if sw is None:
-        return labels, dmin
-    sums = xp.zeros((X.shape[1], k), dtype=X.dtype)
-    weights = xp.zeros(k, dtype=X.dtype)
-    for ps, pw in parts:
-        sums += ps
-        weights += pw
-    return labels, dmin, xp.ascontiguousarray(sums.T), weights
+    if xp is np and len(spans) > 1:
+        rt.threads.parallel_map(run, spans)
+    else:
+        for sp in spans:
+            run(sp)
+    return (labels, dmin, d2) if second else (labels, dmin)
 
 
 def weighted_sums(X, labels, sw, k, xp, budget=64 << 20):
@@ -148,30 +178,134 @@ def _init_centroids(est, X, x_sq, init, random_state, sw, xp, n_centroids, init_
     return xp.asarray(init, dtype=X.dtype)
 
 
+def _moved_sums(X, sw, idx, new, old, k, xp, step=16384):
+    """Change of the per-cluster weighted row sums (float64) when the rows idx move from clusters old to
+    clusters new (old None: the rows join), as one-hot GEMMs over bounded row chunks."""
+    sums = xp.zeros((k, X.shape[1]), dtype=xp.float64)
+    for s in range(0, len(idx), step):
+        i = idx[s:s + step]
+        cols = xp.arange(len(i))
+        w = sw[i].astype(xp.float64)
+        M = xp.zeros((k, len(i)), dtype=xp.float64)
+        M[new[s:s + step], cols] = w
+        if old is not None:
+            M[old[s:s + step], cols] = -w
+        sums += M @ X[i].astype(xp.float64)
+    return sums
+
+
+class _Bounds:
+    """Hamerly's bounds (2010) on each row's distance to its centre (upper) and to every other centre
+    (lower), so that a Lloyd step recomputes only the rows whose label could change. They are made safe
+    against rounding: a row is skipped only when its bounds put the nearest centre ahead of every other by
+    more than twice the worst rounding of a GEMM distance, |x|^2 - 2 x.c + |c|^2 in X's precision (at most
+    (d + 2) units of roundoff of (|x| + |c|)^2; 4 (d + 4) eps is taken). On such a row the full computation
+    finds the same nearest centre, so the labels are those of plain Lloyd steps."""
+
+    def __init__(self, X, x_sq, xp):
+        self.xp = xp
+        self.x_sq = x_sq.astype(xp.float64)
+        self.x_norm = xp.sqrt(self.x_sq)
+        self.gamma = 4 * (X.shape[1] + 4) * float(np.finfo(X.dtype).eps)
+        self.upper = xp.empty(X.shape[0], dtype=xp.float64)
+        self.lower = xp.empty(X.shape[0], dtype=xp.float64)
+
+    def _err(self, c_max, rows=None):
+        x = self.x_norm if rows is None else self.x_norm[rows]
+        return self.gamma * (x + c_max) ** 2
+
+    def reset(self, rows, d1, d2, c_max):
+        """Bounds from the GEMM's |c|^2 - 2 x.c of the nearest (d1) and second (d2) centres."""
+        xp = self.xp
+        x_sq = self.x_sq if rows is None else self.x_sq[rows]
+        err = self._err(c_max, rows)
+        up = xp.sqrt(xp.maximum(d1 + x_sq + err, 0))
+        lo = xp.sqrt(xp.maximum(d2 + x_sq - err, 0))
+        if rows is None:
+            self.upper[:], self.lower[:] = up, lo
+        else:
+            self.upper[rows], self.lower[rows] = up, lo
+
+    def move(self, labels, delta):
+        """The centres moved by delta (Euclidean): widen the bounds (Hamerly's update)."""
+        self.upper += delta[labels]
+        self.lower -= float(delta.max())
+
+    def unsure(self, c_max):
+        """Rows whose label could change, by the test above."""
+        up, lo = self.upper, self.lower
+        sure = lo > up
+        sure &= (lo - up) * (lo + up) > 2 * self._err(c_max)
+        return (~sure).nonzero()[0]
+
+
 def lloyd(X, sw, centers, max_iter, tol, xp, x_sq):
     """Lloyd iterations with scikit-learn's stopping rules: labels unchanged (strict convergence) or the
-    squared centre shift under tol; empty clusters take the points farthest from their centres."""
+    squared centre shift under tol; empty clusters take the points farthest from their centres.
+
+    Each step gives every row the nearest centre, as plain Lloyd, but computes it only for rows whose
+    rounding-safe Hamerly bounds (_Bounds) allow a change; the others provably keep theirs. The clusters'
+    row sums are kept across steps in float64 and moved by the rows that changed cluster only (float64 keeps
+    them at least as accurate as scikit-learn's fresh float32 sums); the weights are counted afresh."""
+    k = centers.shape[0]
+    unit = bool((sw == 1).all())
+    bounds = _Bounds(X, x_sq, xp)
     labels_old = None
     strict = False
     n_iter = 0
     for n_iter in range(1, max_iter + 1):  # noqa: B007 (n_iter is read after the loop)
-        # the labels only: the distances are needed when a cluster empties (rare), and recomputed then
-        labels, _, sums, weights = assign(X, centers, xp, x_sq, sw=sw, need_d=False)
+        c_max = float(xp.sqrt(row_norms_sq(centers, xp).max()))
+        if labels_old is None:
+            labels, d1, d2 = assign(X, centers, xp, second=True)
+            bounds.reset(None, d1, d2, c_max)
+            sums = _moved_sums(X, sw, xp.arange(X.shape[0]), labels, None, k, xp)
+            moved = None
+        else:
+            labels = labels_old.copy()
+            rows = bounds.unsure(c_max)
+            lab, d1, d2 = assign(X, centers, xp, rows=rows, second=True)
+            bounds.reset(rows, d1, d2, c_max)
+            changed = (lab != labels[rows]).nonzero()[0]
+            moved, lab = rows[changed], lab[changed]
+            if len(moved):
+                sums += _moved_sums(X, sw, moved, lab, labels_old[moved], k, xp)
+                labels[moved] = lab
+        if unit:
+            weights = xp.bincount(labels, minlength=k).astype(xp.float64)
+        else:
+            weights = xp.bincount(labels, weights=sw.astype(xp.float64), minlength=k)
         empty = to_host(weights == 0).nonzero()[0]
+        sums[xp.asarray(empty)] = 0  # no residue of float64 adds and subtractions in an emptied cluster
+        c_sums, c_weights = sums, weights
         if len(empty):
-            dmin = assign(X, centers, xp, x_sq)[1]
-            far = to_host(xp.argsort(-dmin))[: len(empty)]
-            lab_h = to_host(labels)
-            for e, f in zip(empty, far):
-                old = int(lab_h[f])
-                sums[old] -= X[int(f)] * sw[int(f)]
-                weights[old] -= sw[int(f)]
-                sums[e] = X[int(f)] * sw[int(f)]
-                weights[e] = sw[int(f)]
-        new = sums / weights[:, None]
+            # scikit-learn's relocation (same distances, same argpartition): it changes this step's centres
+            # only, not the labels, so the kept sums stay those of the labels; nothing moves when every row
+            # sits on its centre (more clusters than distinct rows)
+            dist = ((X - centers[labels]) ** 2).sum(axis=1)
+            if float(dist.max()) > 0:
+                c_sums, c_weights = sums.copy(), weights.copy()
+                far = to_host(xp.argpartition(dist, -len(empty))[:-len(empty) - 1:-1])
+                lab_h = to_host(labels)
+                for e, f in zip(empty, far):
+                    old = int(lab_h[f])
+                    xf = X[int(f)].astype(xp.float64) * float(sw[int(f)])
+                    c_sums[old] -= xf
+                    c_weights[old] -= float(sw[int(f)])
+                    c_sums[e] = xf
+                    c_weights[e] = float(sw[int(f)])
+        new = c_sums / xp.where(c_weights > 0, c_weights, 1)[:, None]
+        still = to_host(c_weights <= 0).nonzero()[0]
+        if len(still):
+            # scikit-learn's _average_centers puts a cluster left without weight on the heaviest cluster's
+            # centre, in place: already averaged when that cluster comes earlier, still its sum when later
+            big = int(to_host(xp.argmax(c_weights)))
+            for j in still:
+                new[j] = new[big] if big < j else c_sums[big]
+        new = new.astype(X.dtype)
         shift = float(((new - centers) ** 2).sum())
+        bounds.move(labels, xp.sqrt(((new.astype(xp.float64) - centers) ** 2).sum(axis=1)))
         centers = new
-        if labels_old is not None and bool((labels == labels_old).all()):
+        if moved is not None and len(moved) == 0:
             strict = True
             break
         if shift <= tol:
