@@ -6,14 +6,15 @@ from __future__ import annotations
 import numbers
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
-from sklearn.utils import check_random_state
+from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, clone
+from sklearn.utils import Bunch, check_random_state
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
 from rtx.classical._base import DeviceMixin, as_output, labels_output, sample_weight_or_ones, to_host
 from rtx.classical.tree._binning import apply_bins, bin_edges
 from rtx.classical.tree._builder import build_tree
+from rtx.classical.tree._prune import prune, pruning_path
 
 
 def resolve_max_features(max_features, p):
@@ -46,9 +47,10 @@ class BaseDecisionTree(DeviceMixin, BaseEstimator):
         if mln is not None and (not isinstance(mln, numbers.Integral) or isinstance(mln, bool) or mln < 2):
             raise ValueError(f"The 'max_leaf_nodes' parameter of {type(self).__name__} must be an int in the range "
                              f"[2, inf) or None. Got {mln!r} instead.")
-        if self.ccp_alpha != 0.0:
-            raise ValueError(f"rtx.classical trees do not implement ccp_alpha yet: leave it at 0.0 (got "
-                             f"{self.ccp_alpha!r})")
+        a = self.ccp_alpha
+        if not isinstance(a, numbers.Real) or isinstance(a, bool) or not a >= 0:
+            raise ValueError(f"The 'ccp_alpha' parameter of {type(self).__name__} must be a float in the range "
+                             f"[0.0, inf). Got {a!r} instead.")
         if not isinstance(self.max_bins, numbers.Integral) or not 2 <= self.max_bins <= 256:
             raise ValueError(f"max_bins must be an int in [2, 256], got {self.max_bins!r}")
 
@@ -71,11 +73,17 @@ class BaseDecisionTree(DeviceMixin, BaseEstimator):
         msl, mss = self._leaf_counts(X.shape[0])
         sw = channels[:, 1]
         min_w = self.min_weight_fraction_leaf * sw.sum()
-        return build_tree(Xb, edges, channels, criterion=self.criterion, max_depth=self.max_depth,
+        tree = build_tree(Xb, edges, channels, criterion=self.criterion, max_depth=self.max_depth,
                           min_samples_split=mss, min_samples_leaf=msl,
                           max_features=resolve_max_features(self.max_features, X.shape[1]),
                           min_impurity_decrease=self.min_impurity_decrease, rng=rng, min_weight_leaf=min_w,
                           max_leaf_nodes=self.max_leaf_nodes)
+        return prune(tree, float(self.ccp_alpha)) if self.ccp_alpha > 0 else tree
+
+    def cost_complexity_pruning_path(self, X, y, sample_weight=None):
+        """The pruning path of the unpruned tree: Bunch(ccp_alphas, impurities), as scikit-learn's."""
+        est = clone(self).set_params(ccp_alpha=0.0).fit(X, y, sample_weight=sample_weight)
+        return Bunch(**pruning_path(est.tree_))
 
     def _finish(self, tree, p):
         self.tree_ = tree
