@@ -76,7 +76,7 @@ def test_repeated_cv_out_of_fold_mean():
     X, y = load_breast_cancer(return_X_y=True)
     X = X[:200].astype(np.float32)
     y = y[:200]
-    clf = AutoClassifier(time_budget=3, cv=3, cv_repeats=2, families=["lda"], random_state=0).fit(X, y)
+    clf = AutoClassifier(time_budget=3, cv=3, cv_repeats=2, families=["lda"], refit=False, random_state=0).fit(X, y)
     c = clf.candidates_[0]
     assert clf.cv_repeats_ == 2 and len(c["models"]) == 6
     want, k = np.zeros((len(X), 2)), 0
@@ -88,6 +88,41 @@ def test_repeated_cv_out_of_fold_mean():
     np.testing.assert_allclose(c["oof"], want, rtol=1e-6, atol=1e-9)
     # "auto": three repeats under 1000 rows, one above
     assert AutoClassifier(time_budget=2, families=["lda"], random_state=0).fit(X, y).cv_repeats_ == 3
+
+
+def test_one_se_rule_and_refit():
+    # the rule recomputed here from the candidates' out-of-fold predictions and scikit-learn's StratifiedKFold: the
+    # standard error is the best entry's per-fold accuracy spread over sqrt(5); the pick is the simplest candidate
+    # (logreg < lda < knn, default before tuned) within it of the best. The pick is refitted on all rows: its
+    # predictions equal one fit of its pipeline on the whole training set.
+    from sklearn.model_selection import StratifiedKFold
+    X, y = load_breast_cancer(return_X_y=True)
+    Xtr, Xte, ytr, yte = train_test_split(X.astype(np.float32), y, test_size=0.25, random_state=0, stratify=y)
+    clf = AutoClassifier(time_budget=4, families=["knn", "lda", "logreg"], one_se_rule=True, refit=True,
+                         random_state=0).fit(Xtr, ytr)
+    splits = [va for seed in (0, 7919, 2 * 7919)
+              for _, va in StratifiedKFold(5, shuffle=True, random_state=seed).split(Xtr, ytr)]
+    acc = lambda P, va: float(np.mean(P[va].argmax(1) == ytr[va]))       # noqa: E731
+    ens = sum(c["oof"] * c["caruana_weight"] for c in clf.candidates_)
+    lead = max(clf.candidates_, key=lambda c: c["score"])
+    best = max(acc(ens, np.arange(len(ytr))), lead["score"])
+    se = np.std([acc(ens if best > lead["score"] else lead["oof"], va) for va in splits], ddof=1) / np.sqrt(5)
+    assert clf.one_se_ == pytest.approx({"best": best, "se": se})
+    within = [c for c in clf.candidates_ if c["score"] >= best - se]
+    rank = {"logreg": 0, "lda": 1, "knn": 2}
+    chosen = [c for c in clf.candidates_ if c["weight"] > 0]
+    if within:
+        want = min(within, key=lambda c: (rank[c["model"]], not c["default"], -c["score"]))
+        assert chosen == [want] and clf.selected_ == want["model"] and want["weight"] == 1.0
+    else:   # the ensemble beat every single candidate by more than the standard error: it stays
+        assert clf.selected_ == "ensemble" and all(c["weight"] == c["caruana_weight"] for c in clf.candidates_)
+    assert all(c["refit"] and len(c["models"]) == 1 for c in chosen)
+    want_P = sum(c["weight"] * clone(c["pipeline"]).fit(Xtr, ytr).predict_proba(Xte) for c in chosen)
+    np.testing.assert_allclose(clf.predict_proba(Xte), want_P, rtol=1e-6, atol=1e-9)
+    # without the rule and the refit: the Caruana ensemble of fold-model bags
+    off = AutoClassifier(time_budget=2, families=["knn", "lda", "logreg"], one_se_rule=False, refit=False,
+                         random_state=0).fit(Xtr, ytr)
+    assert off.selected_ == "ensemble" and all(len(m) == 15 for m, _ in off.ensemble_)
 
 
 def test_regressor_and_sklearn_api():

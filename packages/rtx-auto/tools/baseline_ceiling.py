@@ -2,7 +2,7 @@
 (25% stratified, random_state = split, the same as automl_figure.py): each baseline is fitted on the 75% and
 scored on the held-out 25%, nothing tuned, so the figure shows what the data allows without search.
 
-    nice -n 5 .venv/bin/python packages/rtx-auto/tools/baseline_ceiling.py [--splits 0,1,2,3,4,5,6,7]
+    nice -n 5 .venv/bin/python packages/rtx-auto/tools/baseline_ceiling.py [--splits 0,1,2,3,4,5,6,7,8,9]
         [--datasets breast_cancer,digits]"""
 import argparse
 
@@ -25,7 +25,7 @@ BASELINES = {
 }
 
 ap = argparse.ArgumentParser()
-ap.add_argument("--splits", default="0,1,2,3,4,5,6,7")
+ap.add_argument("--splits", default="0,1,2,3,4,5,6,7,8,9")
 ap.add_argument("--datasets", default="breast_cancer,digits")
 args = ap.parse_args()
 splits = [int(s) for s in args.splits.split(",")]
@@ -38,5 +38,5 @@ for name in args.datasets.split(","):
         for split in splits:
             Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.25, random_state=split, stratify=y)
             accs.append(make().fit(Xtr, ytr).score(Xte, yte))
-        print(f"  {label:16s} {' '.join(f'{a * 100:6.2f}' for a in accs)}  mean {np.mean(accs) * 100:6.2f}%  "
-              f"(first 3: {np.mean(accs[:3]) * 100:6.2f}%)", flush=True)
+        print(f"  {label:16s} {' '.join(f'{a * 100:6.2f}' for a in accs)}  mean {np.mean(accs) * 100:6.2f} +- "
+              f"{np.std(accs, ddof=1) * 100:.2f}%  (first 3: {np.mean(accs[:3]) * 100:6.2f}%)", flush=True)
