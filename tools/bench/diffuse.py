@@ -5,6 +5,9 @@ diffusers on torch CPU, side by side.
     .venv/bin/python tools/bench/diffuse.py [--repeat 5] [--diffusers-python /work/venvs/diffusers/bin/python]
     OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 .venv/bin/python tools/bench/diffuse.py --digits-steps 50
 
+--conv-layers times the UNet's 3x3 convolution layers (forward, input gradient, weight gradient; CPU ms, best of 3)
+on rtx-nn's channels-last column path against its other (column-matrix) path.
+
 --digits-steps N times N steps of `rtx diffuse train --dataset digits` with its default recipe (rtx only) and says
 how many steps fit in the 10-minute budget at that speed (run it on an idle machine: the figure scales with load).
 
@@ -92,7 +95,10 @@ def main():
     p.add_argument("--repeat", type=int, default=5)
     p.add_argument("--diffusers-python", default=os.environ.get("RTX_BENCH_DIFFUSERS_PYTHON"))
     p.add_argument("--digits-steps", type=int, default=0)
+    p.add_argument("--conv-layers", action="store_true")
     a = p.parse_args()
+    if a.conv_layers:
+        return conv_layers()
     if a.digits_steps:
         return digits_step_time(a.digits_steps)
     ours = run(sys.executable, "rtx", a.repeat)
@@ -109,6 +115,47 @@ def main():
                   f"{c * 1e3:8.1f}ms {dc * 1e3:8.1f}ms {c / dc:6.2f}x")
         else:
             print(f"{name:<28} {t * 1e3:8.1f}ms {'-':>10} {'-':>7}   {c * 1e3:8.1f}ms")
+
+
+def conv_layers():
+    """Per-layer CPU ms of the UNet's 3x3 convolutions (batch 32) with rtx-nn's column-matrix path and with
+    the channels-last columns that replaced it for >= 16 channels."""
+    import time
+
+    import numpy as np
+
+    from rtx.nn._functional import conv as C
+
+    def cpu_ms(fn, n=5):
+        fn()
+        best = 1e9
+        for _ in range(3):
+            start = time.process_time()
+            for _ in range(n):
+                fn()
+            best = min(best, (time.process_time() - start) / n)
+        return best * 1e3
+
+    rng = np.random.default_rng(0)
+    default = C._CL_MIN_CHANNELS
+    geom = C._Geom((1, 1), ((1, 1), (1, 1)), (1, 1), 1)
+    load = open("/proc/loadavg").read().split()[0] if os.path.exists("/proc/loadavg") else "?"
+    print(f"CPU ms, best of 3; load average {load}, OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', 'unset')}")
+    print(f"{'3x3 layer (batch 32)':<24} {'forward':>16} {'input grad':>16} {'weight grad':>16}")
+    for cin, size, cout in ((32, 16, 32), (64, 8, 64), (96, 16, 32), (64, 16, 64), (128, 8, 64)):
+        x = rng.standard_normal((32, cin, size, size)).astype(np.float32)
+        w = rng.standard_normal((cout, cin, 3, 3)).astype(np.float32)
+        dy = rng.standard_normal((32, cout, size, size)).astype(np.float32)
+        cells = []
+        for fn in (lambda: C._conv_fwd(x, w, None, geom), lambda: C._convT_fwd(dy, w, geom, (size, size)),
+                   lambda: C._convW_fwd(x, dy, geom, (3, 3))):
+            times = []
+            for minimum in (10 ** 9, default):   # the column-matrix path, then the channels-last one
+                C._CL_MIN_CHANNELS = minimum
+                times.append(cpu_ms(fn))
+            cells.append(f"{times[0]:6.2f} -> {times[1]:5.2f}")
+        print(f"{cin}->{cout} at {size}x{size}".ljust(24) + " ".join(f"{c:>16}" for c in cells))
+    C._CL_MIN_CHANNELS = default
 
 
 def digits_step_time(n):

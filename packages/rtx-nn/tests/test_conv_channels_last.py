@@ -144,3 +144,15 @@ def test_tuned_chunk_size_is_used(monkeypatch):
     xt, wt = rtx.tensor(x, requires_grad=True), rtx.tensor(w, requires_grad=True)
     F.conv2d(xt, wt, padding=1).sum().backward()
     assert asked and set(asked) == {123}
+
+
+def test_pointwise_forward_is_one_batched_matmul(monkeypatch):
+    # 1x1, stride 1, no padding, >= _POINTWISE_MIN_L pixels: y[n] = w @ x[n] (+ b), no columns
+    monkeypatch.setattr(C, "_batch_columns", None)   # the columns way would fail
+    monkeypatch.setattr(C, "_im2col", None)
+    x, w, b = r(3, 5, 8, 9), r(4, 5, 1, 1), r(4)
+    y = F.conv2d(rtx.tensor(x), rtx.tensor(w), rtx.tensor(b))
+    assert_close(y, ref_conv(x, w, b, (1, 1), ((0, 0), (0, 0)), (1, 1)), rtol=1e-12, atol=1e-12)
+    y32 = F.conv2d(rtx.tensor(x.astype(np.float32)), rtx.tensor(w.astype(np.float32)))
+    assert y32.dtype == rtx.float32
+    assert_close(y32, ref_conv(x, w, None, (1, 1), ((0, 0), (0, 0)), (1, 1)), rtol=1e-5, atol=1e-5)
