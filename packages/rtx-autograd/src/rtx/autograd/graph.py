@@ -36,7 +36,7 @@ class Node:
     # ---- the ctx API --------------------------------------------------------------------
     def save_for_backward(self, *tensors):
         self._saved = tensors
-        self._saved_versions = tuple(None if t is None else t._vc[0] for t in tensors)
+        self._saved_versions = [None if t is None else t._vc[0] for t in tensors]
 
     @property
     def saved_tensors(self):
@@ -119,19 +119,24 @@ def edge_of(tensor):
 
 
 def _dependencies(roots):
+    """{node: number of edges into it} over the graph below `roots` (the roots themselves only
+    when another node points at them)."""
     deps = {}
-    stack = [node for node in roots]
-    seen = set(stack)
+    stack = list(roots)
+    is_root = set(stack)
+    pop, push = stack.pop, stack.append
     while stack:
-        node = stack.pop()
-        for edge in node.next_edges:
+        for edge in pop().next_edges:
             if edge is None:
                 continue
             child = edge[0]
-            deps[child] = deps.get(child, 0) + 1
-            if child not in seen:
-                seen.add(child)
-                stack.append(child)
+            n = deps.get(child)
+            if n is None:
+                deps[child] = 1
+                if child not in is_root:
+                    push(child)
+            else:
+                deps[child] = n + 1
     return deps
 
 
@@ -157,6 +162,10 @@ def run_backward(roots, root_grads, retain_graph=False, create_graph=False, inpu
 
     accumulate=True: add into the leaves' .grad (Tensor.backward); with `inputs`, only those.
     accumulate=False: return the gradients of `inputs` (a list of edges), as autograd.grad.
+
+    The loop runs once per node of every backward pass (tens of thousands per second for
+    small networks), so its common case (one output, no hooks, nothing captured) is kept to a
+    few attribute reads; every rarer feature is behind one test.
     """
     buffers = {}
     for edge, g in zip(roots, root_grads):
@@ -179,12 +188,14 @@ def run_backward(roots, root_grads, retain_graph=False, create_graph=False, inpu
         accumulate_only = {edge[0] for edge in inputs}
     assigned = {id(g) for g in root_grads if g is not None}  # grads that must not become .grad as-is
     ready = [n for n in root_nodes if deps.get(n, 0) == 0]
+    pop_ready, push_ready, pop_buffer, get_buffer = ready.pop, ready.append, buffers.pop, buffers.get
+    anomaly = _anomaly[0]
     prev_mode = _state.enabled
     _state.enabled = create_graph
     try:
         while ready:
-            node = ready.pop()
-            grads = buffers.pop(node)
+            node = pop_ready()
+            grads = pop_buffer(node)
             if node._tensor_hooks:
                 for nr, hooks in node._tensor_hooks.items():
                     for hook in hooks:
@@ -205,15 +216,23 @@ def run_backward(roots, root_grads, retain_graph=False, create_graph=False, inpu
                 if accumulate and (accumulate_only is None or node in accumulate_only):
                     _accumulate(node, grads[0], create_graph, assigned)
                 continue
-            if node._out_meta is not None and node.materialize_grads:
+            meta = node._out_meta
+            if meta is not None and node.materialize_grads:
                 for nr, g in enumerate(grads):
                     if g is None:
-                        shape, dtype, device, ttype = node._out_meta[nr]
+                        shape, dtype, device, ttype = meta[nr]
                         grads[nr] = ttype._zeros(shape, dtype, device)
-            if _anomaly[0]:
+            if anomaly:
                 out = _call_with_anomaly(node, grads)
             else:
-                out = _call_backward(node, grads)
+                # _call_backward, inlined: the per-node cost of the common case
+                if node._released:
+                    _ = node.saved_tensors  # raises the "backward a second time" error
+                out = type(node).backward(node, *grads)
+                if type(out) is not tuple:
+                    out = (out,)
+                if len(out) != len(node.next_edges):
+                    out = _check_count(node, out)
             if not retain_graph:
                 node._release()
             for edge, g in zip(node.next_edges, out):
@@ -221,20 +240,36 @@ def run_backward(roots, root_grads, retain_graph=False, create_graph=False, inpu
                     continue
                 child, nr = edge
                 if g is not None:
-                    buf = buffers.get(child)
+                    buf = get_buffer(child)
                     if buf is None:
-                        buf = buffers[child] = [None] * _num_outputs(child)
-                    buf[nr] = g if buf[nr] is None else buf[nr] + g
+                        meta = child._out_meta
+                        if meta is None:
+                            buffers[child] = [g]
+                        else:
+                            buf = buffers[child] = [None] * len(meta)
+                            buf[nr] = g
+                    else:
+                        buf[nr] = g if buf[nr] is None else buf[nr] + g
                 left = deps[child] - 1
                 deps[child] = left
                 if left == 0:
                     if child in buffers:
-                        ready.append(child)
+                        push_ready(child)
                     else:
                         _skip(child, deps, buffers, ready)
     finally:
         _state.enabled = prev_mode
     return results
+
+
+def _check_count(node, out):
+    """Backward returned more or fewer gradients than the node has inputs: trailing Nones are
+    dropped (a user Function may return one per forward argument, constants included)."""
+    n = len(node.next_edges)
+    if len(out) > n and all(g is None for g in out[n:]):
+        return out[:n]
+    raise RuntimeError(f"function {node.name()} returned an incorrect number of gradients "
+                       f"(expected {n}, got {len(out)})")
 
 
 def _skip(node, deps, buffers, ready):
@@ -266,22 +301,24 @@ def _accumulate(acc, grad, create_graph, assigned):
         new = hook(grad)
         if new is not None:
             grad = new
-    if grad.shape != var.shape:
+    gd = grad._data
+    if gd.shape != var._data.shape:
         raise RuntimeError(f"gradient for a leaf of shape {tuple(var.shape)} has shape {tuple(grad.shape)}")
-    if not create_graph:
+    if not create_graph and grad.requires_grad:
         grad = grad.detach()
     if var.grad is None:
         # The same gradient object may reach two leaves (a + b): each leaf gets its own copy,
-        # so an in-place update of one .grad never changes another.
-        if id(grad._data) in assigned or not grad._data.flags.writeable or grad._data.base is not None:
+        # so an in-place update of one .grad never changes another. A gradient computed without
+        # a graph is stored as it is: it is already detached.
+        if id(gd) in assigned or gd.base is not None or not gd.flags.writeable:
             grad = grad.clone() if create_graph else grad.detach().clone()
         assigned.add(id(grad._data))
         var.grad = grad
     elif create_graph:
         var.grad = var.grad + grad
     else:
-        var.grad._data += grad._data if var.grad._data.dtype == grad._data.dtype else grad._data.astype(
-            var.grad._data.dtype)
+        vd = var.grad._data
+        vd += gd if vd.dtype == gd.dtype else gd.astype(vd.dtype)
     for hook in acc.post_hooks:
         hook(var)
 

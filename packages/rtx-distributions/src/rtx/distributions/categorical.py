@@ -25,9 +25,9 @@ class Categorical(Distribution):
                 raise ValueError("`logits` parameter must be at least one-dimensional.")
             self.logits = log_softmax(logits)  # normalised log probabilities
         self._param = self.probs if probs is not None else self.logits
-        self._num_events = self._param.size()[-1]
-        batch_shape = self._param.size()[:-1] if self._param.dim() > 1 else ()
-        super().__init__(batch_shape, validate_args=validate_args)
+        shape = self._param.shape
+        self._num_events = shape[-1]
+        super().__init__(shape[:-1], validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
         new = self._get_checked_instance(Categorical, _instance)
@@ -87,8 +87,10 @@ class Categorical(Distribution):
         if self._validate_args:
             self._validate_sample(value)
         value = value.long().unsqueeze(-1)
-        value, log_pmf = rtx.broadcast_tensors(value, self.logits)
-        value = value[..., :1]
+        log_pmf = self.logits
+        if value.shape[:-1] != log_pmf.shape[:-1]:  # else broadcasting changes nothing: skip its three ops
+            value, log_pmf = rtx.broadcast_tensors(value, log_pmf)
+            value = value[..., :1]
         return log_pmf.gather(-1, value).squeeze(-1)
 
     def entropy(self):

@@ -12,7 +12,7 @@ __all__ = ["Distribution"]
 
 
 def _size(shape):
-    return rtx.Size(tuple(shape))
+    return shape if type(shape) is rtx.Size else rtx.Size(tuple(shape))
 
 
 class Distribution:

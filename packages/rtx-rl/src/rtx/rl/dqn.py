@@ -118,6 +118,7 @@ class DQN(OffPolicyAlgorithm):
         self.policy.set_training_mode(True)
         self._update_learning_rate(self.policy.optimizer)
         losses = []
+        params = list(self.policy.parameters())  # walked once, not per minibatch
         for _ in range(gradient_steps):
             data = self.replay_buffer.sample(batch_size, env=self._vec_normalize_env)
             with rtx.no_grad():
@@ -133,7 +134,7 @@ class DQN(OffPolicyAlgorithm):
             losses.append(loss.item())
             self.policy.optimizer.zero_grad()
             loss.backward()
-            clip_grad_norm_(self.policy.parameters(), self.max_grad_norm)
+            clip_grad_norm_(params, self.max_grad_norm)
             self.policy.optimizer.step()
         self._n_updates += gradient_steps
         self.logger.record("train/n_updates", self._n_updates)

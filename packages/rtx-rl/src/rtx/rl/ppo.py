@@ -70,6 +70,7 @@ class PPO(OnPolicyAlgorithm):
         entropy_losses, pg_losses, value_losses, clip_fractions, approx_kl_divs = [], [], [], [], []
         continue_training = True
         discrete = isinstance(self.action_space, gym.spaces.Discrete)
+        params = list(self.policy.parameters())  # walked once, not per minibatch
         for epoch in range(self.n_epochs):
             for data in self.rollout_buffer.get(self.batch_size):
                 actions = data.actions.long().flatten() if discrete else data.actions
@@ -106,7 +107,7 @@ class PPO(OnPolicyAlgorithm):
                     break
                 self.policy.optimizer.zero_grad()
                 loss.backward()
-                clip_grad_norm_(self.policy.parameters(), self.max_grad_norm)
+                clip_grad_norm_(params, self.max_grad_norm)
                 self.policy.optimizer.step()
             self._n_updates += 1
             if not continue_training:

@@ -173,36 +173,36 @@ class Primitive(graph.Node):
                     return cls._apply_with_graph(inputs, attrs)
         out = cls.forward(NO_GRAPH, *inputs, **attrs)
         if type(out) is tuple:
-            return tuple(Tensor._make(o) for o in out)
-        result = Tensor._make(out)
+            return tuple(_make(o) for o in out)
+        result = _make(out)
         if cls.is_view:
             _share(result, inputs[0])
         return result
 
     @classmethod
     def _apply_with_graph(cls, inputs, attrs):
-        ctx = cls.__new__(cls)
+        ctx = _new(cls)
         needs = []
         edges = []
         for t in inputs:
             if type(t) is Tensor and t.requires_grad:
                 needs.append(True)
                 fn = t.grad_fn
-                edges.append((fn, t._output_nr) if fn is not None else graph.edge_of(t))
+                edges.append((fn, t._output_nr) if fn is not None else (_accumulator(t), 0))
             else:
                 needs.append(False)
                 edges.append(None)
         ctx.needs_input_grad = tuple(needs)
         ctx.next_edges = tuple(edges)
-        if graph._anomaly[0]:
+        if _anomaly[0]:
             ctx._anomaly_trace = traceback.format_stack()[:-2]
         out = cls.forward(ctx, *inputs, **attrs)
         if type(out) is tuple:
             nd = cls.non_differentiable_outputs
-            results = tuple(Tensor._make(o) if i in nd else Tensor._make(o, ctx, i) for i, o in enumerate(out))
+            results = tuple(_make(o) if i in nd else _make(o, ctx, i) for i, o in enumerate(out))
             ctx._out_meta = [(r.shape, r.dtype, r.device, Tensor) for r in results]
             return results
-        result = Tensor._make(out, ctx, 0)
+        result = _make(out, ctx, 0)
         if cls.is_view:
             _share(result, inputs[0])
         if cls.saves_output:
@@ -223,7 +223,7 @@ class Primitive(graph.Node):
                 "one of the variables needed for gradient computation has been modified by an inplace "
                 f"operation: the output 0 of {self.name()} is at version {vc[0]}; expected version "
                 f"{version} instead. Hint: do the in-place operation on a clone.")
-        t = Tensor._make(data, self, 0) if _state.enabled else Tensor._make(data)
+        t = _make(data, self, 0) if _state.enabled else _make(data)
         t._vc = vc
         return t
 
@@ -241,3 +241,9 @@ def _share(view, base):
 
 
 from rtx._tensor.tensor import Tensor  # noqa: E402  (Tensor imports this module's names lazily)
+
+# Module-level names for the per-op hot path: one global lookup each instead of an attribute chain.
+_make = Tensor._make
+_new = object.__new__
+_accumulator = graph.grad_accumulator
+_anomaly = graph._anomaly

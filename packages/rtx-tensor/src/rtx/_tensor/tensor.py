@@ -9,10 +9,18 @@ from rtx.autograd.grad_mode import _state
 from rtx.runtime import devices as _device
 from rtx.runtime import dtypes as _dt
 
+_new = object.__new__
+
 
 class Tensor:
-    __slots__ = ("_data", "requires_grad", "grad_fn", "grad", "_output_nr", "_vc", "_base",
-                 "_accumulator", "_hooks", "_inference", "__dict__", "__weakref__")
+    # The fields every tensor sets are slots; the rare ones are class-level defaults, written into
+    # the instance's __dict__ only where they differ (a leaf's gradient accumulator, an output
+    # other than the first of a multi-output op, an inference tensor). _make runs for every op
+    # result, so each field it need not set is time saved on every op.
+    __slots__ = ("_data", "requires_grad", "grad_fn", "grad", "_vc", "_base", "__dict__", "__weakref__")
+    _output_nr = 0
+    _accumulator = None
+    _inference = False
     _is_rtx_tensor = True
     __array_priority__ = 1000  # numpy_scalar * tensor goes to Tensor.__rmul__
 
@@ -23,17 +31,17 @@ class Tensor:
     def _make(data, grad_fn=None, output_nr=0):
         if type(data) is not np.ndarray and isinstance(data, np.generic):
             data = np.asarray(data)  # NumPy turns 0-d results into scalars; a Tensor keeps an array
-        t = object.__new__(Tensor)
+        t = _new(Tensor)
         t._data = data
         t.grad_fn = grad_fn
         t.requires_grad = grad_fn is not None
         t.grad = None
-        t._output_nr = output_nr
         t._vc = [0]
         t._base = None
-        t._accumulator = None
-        t._hooks = None
-        t._inference = _state.inference
+        if output_nr:
+            t._output_nr = output_nr
+        if _state.inference:
+            t._inference = True
         return t
 
     # ---- metadata -----------------------------------------------------------------------
