@@ -565,7 +565,7 @@ class FeatureStore:
         if plan is None:
             groups = self._group(self._resolve(features))
             key_types = {k: e.value_type for e in self.list_entities() for k in e.join_keys}
-            plan = (groups, key_types)
+            plan = (groups, key_types, {})  # the last: view name -> how to read its rows (_read_spec), filled lazily
             if memo_key is not None and len(self._plans[1]) < 1024:
                 self._plans[1][memo_key] = plan
         return plan
@@ -576,7 +576,7 @@ class FeatureStore:
         rows = _EntityRows(entity_rows)
         n = rows.n
         now = time.time() if now is None else epoch(now)
-        groups, key_types = self._online_plan(features)
+        groups, key_types, specs = self._online_plan(features)
         values, value_json, statuses, stamps, names = {}, {}, {}, {}, []
         fetched, decoded = {}, {}  # view name -> (rows' JSON text, stamps) / its rows as dicts, for on-demand views
 
@@ -589,28 +589,38 @@ class FeatureStore:
                 types = [key_types.get(k) for k in jk]
                 if not jk:
                     keys = [entity_key([])] * n
-                elif len(jk) == 1 and types[0] in ("Int64", "Int32") and all(type(v) is int for v in cols[0]):
+                elif len(jk) == 1 and types[0] in ("Int64", "Int32") and set(map(type, cols[0])) <= {int}:
                     keys = [f"[{v}]" for v in cols[0]]  # the common case: entity_key() of each, inline
                 else:
                     keys = [entity_key([_coerce_key(v, t, k) for v, t, k in zip(vals, types, jk)])
                             for vals in zip(*cols)]
-                # Views of numbers and booleans ask for their rows cut down to the bare values (split_columns);
-                # a missing row then reads as a row of nulls, keeping its place in the text.
-                scalar = bool(view.features) and all(f.dtype in _SCALAR_DTYPES for f in view.features)
-                prefix = row_prefix([f.name for f in view.features]) if scalar else ""
-                text, others, ts = self.online.read_rows(view.name, keys, prefix,
-                                                         ",".join(["null"] * len(view.features)) if scalar else "null")
+                layout, prefix, missing = read_spec(view)
+                text, others, ts = self.online.read_rows(view.name, keys, prefix, missing)
                 if others:  # rows of another layout (written before the view changed): read them all whole
                     text, _, ts = self.online.read_rows(view.name, keys, "", "null")
                     prefix = ""
                 fetched[view.name] = (text, prefix, ts)
             return fetched[view.name]
 
+        def read_spec(view):
+            # (feature names, prefix, missing): views of numbers and booleans ask for their rows cut down to the
+            # bare values (split_columns), a missing row then reading as a row of nulls that keeps its place.
+            spec = specs.get(view.name)
+            if spec is None:
+                layout = [f.name for f in view.features]
+                if layout and all(f.dtype in _SCALAR_DTYPES for f in view.features):
+                    spec = (layout, row_prefix(layout), ",".join(["null"] * len(layout)))
+                else:
+                    spec = (layout, "", "null")
+                specs[view.name] = spec
+            return spec
+
         def docs_of(view):
             if view.name not in decoded:
                 text, prefix, _ = fetch(view)
                 if prefix:  # bare values, k per row
-                    flat, k, layout = json.loads(f"[{text}]"), len(view.features), [f.name for f in view.features]
+                    flat, layout = json.loads(f"[{text}]"), read_spec(view)[0]
+                    k = len(layout)
                     decoded[view.name] = [dict(zip(layout, flat[i * k:(i + 1) * k])) for i in range(n)]
                 else:
                     decoded[view.name] = [decode_row(d) for d in json.loads(f"[{text}]")]
@@ -647,9 +657,9 @@ class FeatureStore:
             # current layout), the values' own text cut out of the store's answer; else one decoder call for the
             # view and one C-level pass per feature. Statuses by repetition when every row is found and fresh.
             base = row_states(view, ts)
-            cols = split_columns(text, len(view.features), n) if prefix else None
+            layout = read_spec(view)[0]
+            cols = split_columns(text, len(layout), n) if prefix else None
             if cols is not None:
-                layout = [f.name for f in view.features]
                 bad = [] if base is None else [i for i, b in enumerate(base) if b is not None]
                 for f in fs:
                     vs = cols[layout.index(f)]
