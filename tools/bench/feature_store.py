@@ -15,7 +15,6 @@ import argparse
 import datetime as dt
 import json
 import os
-import re
 import resource
 import shutil
 import socket
@@ -30,6 +29,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from rtx.feature_store import Entity, FeatureStore, FeatureView, Field, FileSource, Float64
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "load"))
+from _wrk import post_script, tree_cpu_seconds  # noqa: E402  (tools/load: the shared wrk helpers)
+from _wrk import run as run_wrk  # noqa: E402
 
 # Events span the 30 days before today (midnight UTC), so online values are fresh (within the 7-day ttl) when the
 # feature server, which reads the real clock, answers.
@@ -76,51 +79,6 @@ def load():
     return os.getloadavg()[0]
 
 
-WRK_LUA = """
-local f = assert(io.open("{body}", "rb"))
-wrk.method = "POST"
-wrk.body = f:read("*all")
-f:close()
-wrk.headers["Content-Type"] = "application/json"
-{delay}
-"""
-
-
-def parse_wrk(out):
-    def ms(s):
-        unit = s[-2:] if s[-2:] in ("ms", "us") else s[-1]
-        return float(s[:-len(unit)]) * {"us": 1e-3, "ms": 1.0, "s": 1e3}[unit]
-    res = {"rps": float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1)),
-           "p50": ms(re.search(r"\s50%\s+(\S+)", out).group(1)), "p99": ms(re.search(r"\s99%\s+(\S+)", out).group(1)),
-           "requests": int(re.search(r"(\d+) requests in", out).group(1)), "errors": "0 errors"}
-    errs = []  # wrk's own words: a timeout is wrk giving up after 2 s, not an error answer
-    m = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", out)
-    if m:
-        errs += [f"{n} {w}" for w, n in zip(["connect", "read", "write", "timeout"], m.groups()) if int(n)]
-    m = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
-    if m:
-        errs.append(f"{m.group(1)} non-2xx")
-    if errs:
-        res["errors"] = "errors: " + ", ".join(errs)
-    return res
-
-
-def proc_cpu(pid):
-    """CPU seconds of a process and its children (the server's workers), from /proc."""
-    ticks = os.sysconf("SC_CLK_TCK")
-    total = 0
-    for p in os.listdir("/proc"):
-        if not p.isdigit():
-            continue
-        try:
-            f = open(f"/proc/{p}/stat").read().rsplit(")", 1)[1].split()
-        except OSError:  # exited meanwhile
-            continue
-        if int(p) == pid or int(f[1]) == pid:
-            total += int(f[11]) + int(f[12])
-    return total / ticks
-
-
 def server_figures(repo, spec, body, expected, a, d, workers=1):
     """Start `rtx feature-store serve`, check one answer, then wrk: one connection (latency without queueing),
     saturated (50 connections, no pause) and paced (each connection pauses a random 0..2 x --pace-ms between
@@ -158,17 +116,15 @@ def server_figures(repo, spec, body, expected, a, d, workers=1):
                  # in step, arriving as bursts of 50 that queue behind each other
                  f"function delay() return math.random(0, {2 * a.pace_ms}) end")]
         for label, conns, delay in runs:
-            lua = os.path.join(d, "post.lua")
-            with open(lua, "w") as f:
-                f.write(WRK_LUA.format(body=body_path, delay=delay))
-            la, c0 = load(), proc_cpu(server.pid)
-            out = subprocess.run([wrk, f"-t{min(2, conns)}", f"-c{conns}", f"-d{a.server_seconds}s", "--latency",
-                                  "-s", lua, url], capture_output=True, text=True, check=True).stdout
-            r = parse_wrk(out)
-            cpu = (proc_cpu(server.pid) - c0) / max(r["requests"], 1) * 1e3
+            lua = post_script(os.path.join(d, "post.lua"), body_path, extra=delay)
+            la, c0 = load(), tree_cpu_seconds(server.pid)
+            r = run_wrk(url, lua, conns, a.server_seconds)
+            cpu = (tree_cpu_seconds(server.pid) - c0) / max(r["requests"], 1) * 1e3
+            # wrk's own words: a timeout is wrk giving up after 2 s, not an error answer
+            errors = "errors: " + ", ".join(r["error_kinds"]) if r["error_kinds"] else "0 errors"
             print(f"  server {workers} worker(s), {label}, {conns} connections, {a.server_seconds} s: "
                   f"{r['rps']:.0f} req/s, "
-                  f"p50 {r['p50']:.2f} ms, p99 {r['p99']:.2f} ms, {r['errors']}, server CPU "
+                  f"p50 {r['p50']:.2f} ms, p99 {r['p99']:.2f} ms, {errors}, server CPU "
                   f"{cpu:.2f} ms/request (load {la:.1f})")
     finally:
         server.send_signal(2)

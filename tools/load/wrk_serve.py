@@ -26,14 +26,8 @@ from pathlib import Path
 
 import numpy as np
 
-LUA = """
-local f = assert(io.open("{body}", "rb"))
-wrk.method = "POST"
-wrk.body = f:read("*all")
-f:close()
-wrk.headers["Content-Type"] = "{ctype}"
-{extra}
-"""
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _wrk import post_script, run, tree_cpu_seconds  # noqa: E402  (tools/load is the script's folder)
 
 
 def free_port() -> int:
@@ -89,43 +83,6 @@ def check_answer(url: str, body: Path, ctype: str, extra: str, expected: np.ndar
     np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-5)
 
 
-def tree_cpu_seconds(pid: int) -> float:
-    """User + system CPU seconds of `pid` and its descendants (the workers), from /proc."""
-    ticks = os.sysconf("SC_CLK_TCK")
-    stats = {}
-    for d in os.listdir("/proc"):
-        if d.isdigit():
-            try:
-                fields = Path(f"/proc/{d}/stat").read_text().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            stats[int(d)] = (int(fields[1]), (int(fields[11]) + int(fields[12])) / ticks)  # ppid, utime+stime
-    total, todo = 0.0, [pid]
-    while todo:
-        p = todo.pop()
-        total += stats.get(p, (0, 0.0))[1]
-        todo += [c for c, (ppid, _) in stats.items() if ppid == p]
-    return total
-
-
-def parse_wrk(out: str) -> dict:
-    def ms(s):
-        v, unit = float(s[:-2] if s.endswith(("ms", "us")) else s[:-1]), s[-2:] if s[-2:] in ("ms", "us") else s[-1]
-        return v * {"us": 1e-3, "ms": 1.0, "s": 1e3}[unit]
-    res = {"rps": float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1)),
-           "p50": ms(re.search(r"\s50%\s+(\S+)", out).group(1)), "p99": ms(re.search(r"\s99%\s+(\S+)", out).group(1)),
-           "requests": int(re.search(r"(\d+) requests in", out).group(1))}
-    errors = 0
-    m = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", out)
-    if m:
-        errors += sum(int(g) for g in m.groups())
-    m = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
-    if m:
-        errors += int(m.group(1))
-    res["errors"] = errors
-    return res
-
-
 def _children_cpu() -> float:
     import resource
     u = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -172,14 +129,10 @@ def main(argv=None) -> int:
                 for kind in args.bodies:
                     body, ctype, extra = kinds[kind]
                     check_answer(url, body, ctype, extra, expected)
-                    script = tmp / f"{kind}.lua"
-                    script.write_text(LUA.format(body=body, ctype=ctype, extra=extra))
+                    script = post_script(tmp / f"{kind}.lua", body, ctype, extra)
                     load = os.getloadavg()[0]
                     server_cpu, client_cpu = tree_cpu_seconds(server.pid), _children_cpu()
-                    out = subprocess.run([wrk, f"-t{args.threads}", f"-c{args.connections}", f"-d{args.duration}s",
-                                          "--latency", "-s", str(script), url],
-                                         capture_output=True, text=True, timeout=args.duration + 60).stdout
-                    r = parse_wrk(out)
+                    r = run(url, script, args.connections, args.duration, args.threads)
                     # CPU per request does not depend on what else the machine runs, unlike req/s and p99
                     r["server_ms"] = 1e3 * (tree_cpu_seconds(server.pid) - server_cpu) / max(r["requests"], 1)
                     r["client_ms"] = 1e3 * (_children_cpu() - client_cpu) / max(r["requests"], 1)

@@ -110,7 +110,8 @@ class SqliteOnlineStore(OnlineStore):
     # The database answers a lookup as one row of texts, in the order of the keys (json_each drives the LEFT JOIN,
     # so it is the outer loop). '%!.17g' prints a REAL with enough digits to read back the same double (plain
     # REAL-to-text keeps 15; printf of NULL is not NULL, hence the iif).
-    _READ = ("SELECT group_concat(CASE WHEN o.vals IS NULL THEN ?3 WHEN ?4 <> '' AND substr(o.vals, 1, length(?4)) = ?4 "
+    _READ = ("SELECT group_concat(CASE WHEN o.vals IS NULL THEN ?3 "
+             "WHEN ?4 <> '' AND substr(o.vals, 1, length(?4)) = ?4 "
              "THEN substr(o.vals, length(?4) + 1, length(o.vals) - length(?4) - 2) ELSE o.vals END), "
              "total(o.vals IS NOT NULL AND (?4 = '' OR substr(o.vals, 1, length(?4)) <> ?4)), "
              "'[' || group_concat(iif(o.ts IS NULL, 'null', printf('%!.17g', o.ts))) || ']' "
