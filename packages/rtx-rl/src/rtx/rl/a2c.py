@@ -9,7 +9,7 @@ import rtx.optim as optim
 from rtx.nn.utils import clip_grad_norm_
 from rtx.rl.common.on_policy_algorithm import OnPolicyAlgorithm
 from rtx.rl.common.policies import ActorCriticCnnPolicy, ActorCriticPolicy
-from rtx.rl.common.utils import explained_variance
+from rtx.rl.common.utils import actor_critic_loss, explained_variance, normalize_advantages
 
 
 class A2C(OnPolicyAlgorithm):
@@ -50,11 +50,11 @@ class A2C(OnPolicyAlgorithm):
             values = values.flatten()
             advantages = data.advantages
             if self.normalize_advantage:
-                advantages = (advantages - advantages.mean()) / (advantages.std() + 1e-8)
+                advantages = normalize_advantages(advantages)
             policy_loss = -(advantages * log_prob).mean()
             value_loss = F.mse_loss(data.returns, values)
             entropy_loss = -rtx.mean(-log_prob) if entropy is None else -rtx.mean(entropy)
-            loss = policy_loss + self.ent_coef * entropy_loss + self.vf_coef * value_loss
+            loss = actor_critic_loss(policy_loss, entropy_loss, value_loss, self.ent_coef, self.vf_coef)
             self.policy.optimizer.zero_grad()
             loss.backward()
             clip_grad_norm_(self.policy.parameters(), self.max_grad_norm)

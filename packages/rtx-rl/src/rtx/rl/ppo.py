@@ -11,7 +11,7 @@ import rtx.nn.functional as F
 from rtx.nn.utils import clip_grad_norm_
 from rtx.rl.common.on_policy_algorithm import OnPolicyAlgorithm
 from rtx.rl.common.policies import ActorCriticCnnPolicy, ActorCriticPolicy
-from rtx.rl.common.utils import explained_variance, get_schedule_fn
+from rtx.rl.common.utils import actor_critic_loss, explained_variance, get_schedule_fn, normalize_advantages
 
 MlpPolicy, CnnPolicy = ActorCriticPolicy, ActorCriticCnnPolicy
 
@@ -78,7 +78,7 @@ class PPO(OnPolicyAlgorithm):
                 values = values.flatten()
                 advantages = data.advantages
                 if self.normalize_advantage and len(advantages) > 1:
-                    advantages = (advantages - advantages.mean()) / (advantages.std() + 1e-8)
+                    advantages = normalize_advantages(advantages)
                 ratio = rtx.exp(log_prob - data.old_log_prob)
                 policy_loss_1 = advantages * ratio
                 policy_loss_2 = advantages * rtx.clamp(ratio, 1 - clip_range, 1 + clip_range)
@@ -96,7 +96,7 @@ class PPO(OnPolicyAlgorithm):
                 value_losses.append(value_loss.item())
                 entropy_loss = -rtx.mean(-log_prob) if entropy is None else -rtx.mean(entropy)
                 entropy_losses.append(entropy_loss.item())
-                loss = policy_loss + self.ent_coef * entropy_loss + self.vf_coef * value_loss
+                loss = actor_critic_loss(policy_loss, entropy_loss, value_loss, self.ent_coef, self.vf_coef)
                 log_ratio = log_prob.detach().cpu().numpy() - data.old_log_prob.cpu().numpy()
                 approx_kl_div = float(((np.exp(log_ratio) - 1) - log_ratio).mean())
                 approx_kl_divs.append(approx_kl_div)
