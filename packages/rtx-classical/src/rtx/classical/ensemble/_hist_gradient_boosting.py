@@ -39,9 +39,10 @@ class _Codes:
         self.flat = codes.astype(np.intp) + np.arange(codes.shape[1], dtype=np.intp) * n_bins
         self.root_count = self.hist(None, None, None)[2]
 
-    def hist(self, rows, g, h):
+    def hist(self, rows, g, h, counts=True):
         """(3, features, bins) sums of gradient, hessian and count over `rows` (None: every row; g and h are
-        the node's, already taken at `rows`; None: counts only)."""
+        the node's, already taken at `rows`; None: counts only). counts=False leaves the count channel NaN
+        (unknown): a third of the work, and most nodes' best split is settled without it (_best_splits)."""
         nf, nb = self.n_feat, self.n_bins
         chans = [] if g is None else [g, h]
         if rows is None or len(rows) >= self.BIG:
@@ -50,21 +51,34 @@ class _Codes:
             for j in range(nf):
                 for c, v in enumerate(chans):
                     out[c, j] = np.bincount(sub[j], weights=v, minlength=nb)
-                if rows is not None or g is None:
+                if counts and (rows is not None or g is None):
                     out[2, j] = np.bincount(sub[j], minlength=nb)
             if rows is None and g is not None:
                 out[2] = self.root_count
+            elif not counts:
+                out[2] = np.nan
             return out
         flat = self.flat[rows].ravel()
         size = nf * nb
-        return np.stack([np.bincount(flat, weights=np.repeat(v, nf), minlength=size).reshape(nf, nb)
-                         for v in chans] + [np.bincount(flat, minlength=size).reshape(nf, nb).astype(float)])
+        out = np.empty((3, nf, nb))
+        for c, v in enumerate(chans):
+            out[c] = np.bincount(flat, weights=np.repeat(v, nf), minlength=size).reshape(nf, nb)
+        out[2] = np.bincount(flat, minlength=size).reshape(nf, nb) if counts else np.nan
+        return out
 
 
-def _best_splits(hists, l2, min_samples_leaf):
-    """[(gain, feature, bin) or None] of the best split "bin <= b" of each node of hists (nodes x 3 x
-    features x bins). Ties go to the first feature and bin, as scikit-learn's scan does. A split's two
-    children go in one call: this runs for every node and was a fifth of the fit."""
+def _best_splits(hists, l2, min_samples_leaf, h_max, rows=None):
+    """For each node of hists (nodes x 3 x features x bins): its best split (gain, feature, bin) "bin <= b"
+    or None. Ties go to the first feature and bin, as scikit-learn's scan does. A split's two children go in
+    one call.
+
+    A node's counts may be unknown (NaN; _Codes.hist(counts=False) saves a third of the histogram work). A
+    side's count is at least its hessian sum over the largest row hessian h_max, so sides with
+    H >= min_samples_leaf * h_max surely hold enough rows. The best split the hessians allow is taken if it
+    is such a sure one, or if counting the node's rows that go left (rows: the codes by feature and each
+    node's rows) shows it allowed: it is allowed and beats a superset of the allowed splits, in the same tie
+    order. Otherwise it and, as counts only grow with the bin, the bins on its too-small side are ruled out,
+    and the next best is tried."""
     GHC = hists[:, :, 0, :].sum(-1)    # per node and channel: the sums over feature 0's bins
     # The same arithmetic as GL ** 2 / (HL + l2) + GR ** 2 / (HR + l2) - G ** 2 / (H + l2) where both sides
     # are allowed, done in place on a few arrays.
@@ -72,9 +86,19 @@ def _best_splits(hists, l2, min_samples_leaf):
     right = GHC[:, :, None, None] - left
     GL, HL, CL = left[:, 0], left[:, 1], left[:, 2]
     GR, HR, CR = right[:, 0], right[:, 1], right[:, 2]
-    ok = (np.minimum(CL, CR) >= min_samples_leaf) & (np.minimum(HL, HR) >= _MIN_HESSIAN)
+    h_min = np.minimum(HL, HR)
+    allowed = h_min >= _MIN_HESSIAN
+    known = ~np.isnan(GHC[:, 2])
+    if known.all():
+        allowed &= np.minimum(CL, CR) >= min_samples_leaf
+        sure = allowed
+    else:
+        sure = allowed & (h_min * (1 - 1e-12) >= min_samples_leaf * h_max)
+        if known.any():
+            allowed[known] &= np.minimum(CL[known], CR[known]) >= min_samples_leaf
+            sure[known] = allowed[known]
     G, H = GHC[:, 0], GHC[:, 1]
-    with np.errstate(divide="ignore", invalid="ignore"):  # empty sides (H = 0) are masked out by ok
+    with np.errstate(divide="ignore", invalid="ignore"):  # empty sides (H = 0) are masked out by allowed
         gain = np.square(GL, out=GL)
         HL += l2
         gain /= HL
@@ -83,16 +107,30 @@ def _best_splits(hists, l2, min_samples_leaf):
         GR /= HR
         gain += GR
         gain -= (G ** 2 / (H + l2))[:, None, None]
-    gain[~ok] = -np.inf
+    gain[~allowed] = -np.inf
+    n_b = gain.shape[2]
     flat = gain.reshape(len(gain), -1)
-    best = flat.argmax(axis=1)
+    sure = sure.reshape(len(gain), -1)
     out = []
-    for i, j in enumerate(best):
-        if not ok[i].any() or not flat[i, j] > 0:
-            out.append(None)
-            continue
-        f, b = np.unravel_index(int(j), gain.shape[1:])
-        out.append((float(flat[i, j]), int(f), int(b)))
+    for i in range(len(flat)):
+        row = flat[i]
+        while True:
+            j = int(row.argmax())
+            if not row[j] > 0:           # nothing allowed (-inf), or no gain
+                out.append(None)
+                break
+            f, b = divmod(j, n_b)
+            if not sure[i, j]:
+                codes, node_rows = rows
+                cl, n = int(np.count_nonzero(codes[f][node_rows[i]] <= b)), len(node_rows[i])
+                if cl < min_samples_leaf:
+                    row[f * n_b:j + 1] = -np.inf
+                if n - cl < min_samples_leaf:
+                    row[j:(f + 1) * n_b] = -np.inf
+                if not row[j] > -np.inf:
+                    continue
+            out.append((float(row[j]), f, b))
+            break
     return out
 
 
@@ -104,7 +142,8 @@ def _grow_tree(cd, g, h, edges, est):
     feature, threshold, left, right, value = [-1], [0.0], [-1], [-1], [0.0]
     rows0 = np.arange(len(g))
     hist0 = cd.hist(None, g, h)
-    leaves = {0: (rows0, hist0, 0, _best_splits(hist0[None], l2, msl)[0] if len(g) >= 2 * msl else None)}
+    h_max = float(h.max())
+    leaves = {0: (rows0, hist0, 0, _best_splits(hist0[None], l2, msl, h_max)[0] if len(g) >= 2 * msl else None)}
     n_leaves = 1
     while n_leaves < (est.max_leaf_nodes or np.inf):
         cand = [(v[3][0], k) for k, v in leaves.items() if v[3] is not None]
@@ -122,14 +161,16 @@ def _grow_tree(cd, g, h, edges, est):
         small, big = (0, 1) if n_left <= len(rows) - n_left else (1, 0)
         parts = (rows[go_left], rows[~go_left])
         hists = [None, None]
-        hists[small] = cd.hist(parts[small], g[parts[small]], h[parts[small]])
+        hists[small] = cd.hist(parts[small], g[parts[small]], h[parts[small]], counts=False)
         hists[big] = hist - hists[small]
         n_leaves += 1
         d = depth + 1
         # the kids' splits are candidates for the next split; after the last split there is none
         can = [n_leaves < (est.max_leaf_nodes or np.inf) and (est.max_depth is None or d < est.max_depth)
                and len(parts[i]) >= 2 * msl for i in (0, 1)]
-        found = iter(_best_splits(np.stack([hists[i] for i in (0, 1) if can[i]]), l2, msl) if any(can) else [])
+        searched = [i for i in (0, 1) if can[i]]
+        found = iter(_best_splits(np.stack([hists[i] for i in searched]), l2, msl, h_max,
+                                  (cd.by_feature, [parts[i] for i in searched])) if searched else [])
         for i in (0, 1):
             leaves[kids[i]] = (parts[i], hists[i], d, next(found) if can[i] else None)
     row_value = np.empty(len(g))
