@@ -2,7 +2,7 @@
 """Diffusion benchmark (issue 16: rtx-diffuse): the same UNet2DModel and loops in rtx.diffuse and in
 diffusers on torch CPU, side by side.
 
-    .venv/bin/python tools/bench/diffuse.py [--repeat 5] [--diffusers-python /work/venvs/diffusers/bin/python]
+    .venv/bin/python tools/bench/diffuse.py [--repeat 5] [--rounds 3] [--diffusers-python /work/venvs/diffusers/bin/python]
     OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 .venv/bin/python tools/bench/diffuse.py --digits-steps 50
 
 --conv-layers times the UNet's 3x3 convolution layers (forward, input gradient, weight gradient; CPU ms, best of 3)
@@ -17,7 +17,8 @@ same UNet. diffusers runs in its own interpreter when --diffusers-python (or $RT
 names one with diffusers installed (python3 -m venv /work/venvs/diffusers; pip install torch==2.13.0
 diffusers==0.42.1); the ratio columns are rtx / diffusers (below 1: rtx is faster), for wall time and for
 process CPU time
-(which the shared machine's load moves less). Best of --repeat. Run both sides with one thread
+(which the shared machine's load moves less). Best of --repeat; with --rounds R the two sides take turns R times
+(best of all), so that a load change between the two runs does not decide the ratio. Run both sides with one thread
 (OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1): on the 2-core machine shared by several jobs, multi-threaded
 torch loses most to the contention (load ~12 once gave 0.43x/0.19x in rtx's favour that one thread a side
 does not reproduce).
@@ -90,9 +91,17 @@ def run(python, lib, repeat):
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+def _best(a, b):
+    """Per workload, the smaller wall and the smaller CPU time of two runs' results (None: no run)."""
+    if a is None or b is None:
+        return a or b
+    return {k: [min(x, y) for x, y in zip(a[k], b[k])] for k in a}
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--repeat", type=int, default=5)
+    p.add_argument("--rounds", type=int, default=1, help="alternate rtx and diffusers runs this many times; best of all")
     p.add_argument("--diffusers-python", default=os.environ.get("RTX_BENCH_DIFFUSERS_PYTHON"))
     p.add_argument("--digits-steps", type=int, default=0)
     p.add_argument("--conv-layers", action="store_true")
@@ -101,10 +110,13 @@ def main():
         return conv_layers()
     if a.digits_steps:
         return digits_step_time(a.digits_steps)
-    ours = run(sys.executable, "rtx", a.repeat)
-    theirs = run(a.diffusers_python, "diffusers", a.repeat) if a.diffusers_python else None
+    ours = theirs = None
+    for _ in range(a.rounds):   # the two sides take turns, so that a change of load hits both
+        ours = _best(ours, run(sys.executable, "rtx", a.repeat))
+        if a.diffusers_python:
+            theirs = _best(theirs, run(a.diffusers_python, "diffusers", a.repeat))
     load = open("/proc/loadavg").read().split()[0] if os.path.exists("/proc/loadavg") else "?"
-    print(f"wall and process CPU time, best of --repeat; load average {load}, "
+    print(f"wall and process CPU time, best of --repeat x --rounds {a.rounds}; load average {load}, "
           f"OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', 'unset')}")
     print(f"{'workload':<28} {'rtx':>10} {'diffusers':>10} {'ratio':>7}   "
           f"{'rtx cpu':>10} {'diff. cpu':>10} {'ratio':>7}")
