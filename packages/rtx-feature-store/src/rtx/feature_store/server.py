@@ -84,23 +84,11 @@ def _get_online_features(store, body):
     return resp
 
 
-def reuseport_socket(host, port):
-    """A listening socket with SO_REUSEPORT, so that every worker binds the same port and the kernel spreads new
-    connections over them (the same few lines as rtx.serving_api.workers, which this package does not depend on)."""
-    import socket
-
-    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
-    sock.bind((host, port))
-    sock.listen(2048)
-    return sock
-
-
 def serve(open_store, host, port, workers=1):
     """Run the feature server until SIGINT/SIGTERM. `open_store`: a picklable function returning the
     FeatureStore; with workers > 1 each worker process opens its own (SQLite and Redis connections are per
-    process) and serves the same port. /metrics then counts the requests of the worker that answers it."""
+    process) and serves the same port (rtx.runtime.workers, as `rtx serve --workers`: a worker that dies is
+    replaced). /metrics then counts the requests of the worker that answers it."""
     import uvicorn
 
     if workers <= 1:
@@ -108,29 +96,15 @@ def serve(open_store, host, port, workers=1):
         return 0
     if port == 0:
         raise ValueError("--workers needs a fixed --port, not 0: the workers must agree on it")
-    import multiprocessing
-    import signal
+    from rtx.runtime.workers import run_workers
 
-    ctx = multiprocessing.get_context("spawn")  # a fresh interpreter per worker: no event loop or threads copied
-    procs = [ctx.Process(target=_worker, args=(open_store, host, port), name=f"rtx-feature-server-{i}")
-             for i in range(workers)]
-
-    def stop(sig, frame):  # pass the signal on; each worker's uvicorn finishes its requests and exits
-        for p in procs:
-            if p.is_alive():
-                p.terminate()
-
-    signal.signal(signal.SIGTERM, stop)
-    signal.signal(signal.SIGINT, stop)
-    for p in procs:
-        p.start()
-    for p in procs:
-        p.join()
-    return max((p.exitcode or 0) if (p.exitcode or 0) > 0 else 0 for p in procs)
+    return run_workers(_worker, workers, (open_store, host, port), name="rtx-feature-server")
 
 
-def _worker(open_store, host, port):
+def _worker(open_store, host, port, index):
     import uvicorn
+
+    from rtx.runtime.workers import reuseport_socket
 
     server = uvicorn.Server(uvicorn.Config(create_app(open_store()), log_level="warning"))
     server.run(sockets=[reuseport_socket(host, port)])
