@@ -156,3 +156,21 @@ def test_pointwise_forward_is_one_batched_matmul(monkeypatch):
     y32 = F.conv2d(rtx.tensor(x.astype(np.float32)), rtx.tensor(w.astype(np.float32)))
     assert y32.dtype == rtx.float32
     assert_close(y32, ref_conv(x, w, None, (1, 1), ((0, 0), (0, 0)), (1, 1)), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("chunk", [1, 30_000], ids=["rows", "samples"])
+def test_several_workers_same_values(paths, monkeypatch, chunk):
+    # each worker takes a contiguous share of the pieces (own buffers, own weight-gradient sum)
+    monkeypatch.setattr(C, "_workers", lambda arr: 3)
+    monkeypatch.setattr(C, "_CL_CHUNK_BYTES", chunk)
+    xs, ws, stride, pads, dil = CASES[0]
+    x, w, b = r(5, *xs[1:]), r(*ws), r(ws[0])
+    y_ref = ref_conv(x, w, b, stride, pads, dil)
+    gy = r(*y_ref.shape)
+    xt, wt, bt = (rtx.tensor(a, requires_grad=True) for a in (x, w, b))
+    y = C.Conv.apply(xt, wt, bt, geom=C._Geom(stride, pads, dil, 1))
+    assert_close(y, y_ref, rtol=1e-10, atol=1e-10)
+    y.backward(rtx.tensor(gy))
+    dx, dw = ref_grads(x, w, gy, stride, pads, dil)
+    assert_close(xt.grad, dx, rtol=1e-10, atol=1e-10)
+    assert_close(wt.grad, dw, rtol=1e-10, atol=1e-10)
