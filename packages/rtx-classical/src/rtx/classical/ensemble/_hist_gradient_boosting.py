@@ -30,7 +30,7 @@ class _Codes:
     gradients as they are (no repeated copy of the weights). Both add each bin's rows in row order, so
     they give the same sums. The root's count histogram is the same every iteration and is kept."""
 
-    BIG = 4096  # rows from which the per-feature bincounts win here
+    BIG = 2048  # rows from which the per-feature bincounts win here (measured: 2000-4000 rows)
 
     def __init__(self, codes, n_bins):
         self.n_feat, self.n_bins = codes.shape[1], n_bins
