@@ -134,16 +134,29 @@ def test_other_cases_keep_the_other_path(monkeypatch, what):
     assert wt.grad.shape == wt.shape
 
 
-def test_tuned_chunk_size_is_used(monkeypatch):
-    # the tuning cache's chunk_bytes and workers reach this path too (rtx-automeasure tunes the layer as it runs)
-    asked = []
-    real = C._cl_units
-    monkeypatch.setattr(C, "_cl_units", lambda *a: asked.append(a[0]) or real(*a))
-    monkeypatch.setattr(C, "_tuned", lambda arr, xs, ws, stride, chunk_bytes=None: (123, 1))
-    x, w = r(3, 32, 5, 5), r(4, 32, 3, 3)
-    xt, wt = rtx.tensor(x, requires_grad=True), rtx.tensor(w, requires_grad=True)
-    F.conv2d(xt, wt, padding=1).sum().backward()
-    assert asked and set(asked) == {123}
+def test_tuning_cache_reaches_this_path(monkeypatch, tmp_path):
+    # rtx automeasure tune's cache (chunk_bytes, workers), keyed by the layer, is read by all three kernels here too
+    from rtx.runtime import tuning
+    monkeypatch.setenv("RTX_TUNING_CACHE", str(tmp_path / "tuning.json"))
+    tuning.clear_memo()
+    try:
+        # 32 -> 32 channels: the input gradient's flipped-kernel convolution asks with the same key (a layer
+        # whose channel counts differ gets its input gradient tuned under the flipped convolution's own key)
+        x, w = r(3, 32, 5, 5), r(32, 32, 3, 3)
+        tuning.store("conv2d", (3, 32, 5, 5, 32, 3, 3, 1, 1), "float64", "cpu", {"chunk_bytes": 123, "workers": 2})
+        limits, workers = [], []
+        real_units, real_run = C._cl_units, C._run_chunks
+        monkeypatch.setattr(C, "_cl_units", lambda *a: limits.append(a[0]) or real_units(*a))
+        monkeypatch.setattr(C, "_run_chunks", lambda arr, chunks, n, fn: workers.append(n) or real_run(arr, chunks, n, fn))
+        xt, wt = rtx.tensor(x, requires_grad=True), rtx.tensor(w, requires_grad=True)
+        y = F.conv2d(xt, wt, padding=1)
+        y.backward(rtx.ones(*y.shape, dtype=rtx.float64))
+        assert limits == [123, 123, 123] and workers == [2, 2, 2]      # forward, input gradient, weight gradient
+        dx, dw = ref_grads(x, w, np.ones(y.shape), (1, 1), ((1, 1), (1, 1)), (1, 1))
+        assert_close(xt.grad, dx, rtol=1e-10, atol=1e-10)
+        assert_close(wt.grad, dw, rtol=1e-10, atol=1e-10)
+    finally:
+        tuning.clear_memo()
 
 
 def test_pointwise_forward_is_one_batched_matmul(monkeypatch):
