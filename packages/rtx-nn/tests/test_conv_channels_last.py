@@ -187,3 +187,12 @@ def test_several_workers_same_values(paths, monkeypatch, chunk):
     dx, dw = ref_grads(x, w, gy, stride, pads, dil)
     assert_close(xt.grad, dx, rtol=1e-10, atol=1e-10)
     assert_close(wt.grad, dw, rtol=1e-10, atol=1e-10)
+
+
+def test_empty_batch(paths):
+    x, w = rtx.tensor(np.zeros((0, 3, 5, 5)), requires_grad=True), rtx.tensor(r(4, 3, 3, 3), requires_grad=True)
+    y = F.conv2d(x, w, padding=1)
+    assert y.shape == (0, 4, 5, 5)
+    y.sum().backward()
+    assert x.grad.shape == x.shape and float(w.grad.abs().sum()) == 0.0
+    assert "fwd" in paths and "dw" in paths
