@@ -199,44 +199,49 @@ class _Bounds:
     (lower), so that a Lloyd step recomputes only the rows whose label could change. They are made safe
     against rounding: a row is skipped only when its bounds put the nearest centre ahead of every other by
     more than twice the worst rounding of a GEMM distance, |x|^2 - 2 x.c + |c|^2 in X's precision (at most
-    (d + 2) units of roundoff of (|x| + |c|)^2; 4 (d + 4) eps is taken). On such a row the full computation
-    finds the same nearest centre, so the labels are those of plain Lloyd steps."""
+    (d + 2) units of roundoff of (|x| + |c|)^2; 4 (d + 4) eps is taken, with |c| <= c_bound for every centre).
+    On such a row the full computation finds the same nearest centre, so the labels are plain Lloyd's.
+
+    One number per row is kept, gap = lower - upper - err / upper_at_reset: gap > 0 gives lower > upper and
+    (lower - upper)(lower + upper) > 2 err (lower + upper > 2 upper_at_reset, as upper only grows), the test
+    above, in one comparison; a step that moves the centres by delta takes delta[own] + max(delta) off it."""
 
     def __init__(self, X, x_sq, xp):
         self.xp = xp
         self.x_sq = x_sq.astype(xp.float64)
         self.x_norm = xp.sqrt(self.x_sq)
         self.gamma = 4 * (X.shape[1] + 4) * float(np.finfo(X.dtype).eps)
-        self.upper = xp.empty(X.shape[0], dtype=xp.float64)
-        self.lower = xp.empty(X.shape[0], dtype=xp.float64)
+        self.gap = xp.empty(X.shape[0], dtype=xp.float64)
+        self.c_bound = -1.0
 
-    def _err(self, c_max, rows=None):
-        x = self.x_norm if rows is None else self.x_norm[rows]
-        return self.gamma * (x + c_max) ** 2
+    def covers(self, c_max):
+        """Whether the kept gaps hold for centres within c_max of the origin; if not, c_bound is raised (with
+        room to spare) and every row must be reset."""
+        if c_max <= self.c_bound:
+            return True
+        self.c_bound = 2 * c_max
+        return False
 
-    def reset(self, rows, d1, d2, c_max):
-        """Bounds from the GEMM's |c|^2 - 2 x.c of the nearest (d1) and second (d2) centres."""
+    def reset(self, rows, d1, d2):
+        """Gaps from the GEMM's |c|^2 - 2 x.c of the nearest (d1) and second (d2) centres (rows None: all)."""
         xp = self.xp
-        x_sq = self.x_sq if rows is None else self.x_sq[rows]
-        err = self._err(c_max, rows)
+        sel = slice(None) if rows is None else rows
+        x_sq = self.x_sq[sel]
+        err = self.gamma * (self.x_norm[sel] + self.c_bound) ** 2
         up = xp.sqrt(xp.maximum(d1 + x_sq + err, 0))
         lo = xp.sqrt(xp.maximum(d2 + x_sq - err, 0))
-        if rows is None:
-            self.upper[:], self.lower[:] = up, lo
-        else:
-            self.upper[rows], self.lower[rows] = up, lo
+        with np.errstate(divide="ignore", invalid="ignore"):   # a row on its centre: never skipped (nan/-inf)
+            lo -= up
+            lo -= err / up
+        self.gap[sel] = lo
 
     def move(self, labels, delta):
-        """The centres moved by delta (Euclidean): widen the bounds (Hamerly's update)."""
-        self.upper += delta[labels]
-        self.lower -= float(delta.max())
+        """The centres moved by delta (Euclidean): Hamerly's update of both bounds."""
+        self.gap -= (delta + delta.max())[labels]
 
-    def unsure(self, c_max):
-        """Rows whose label could change, by the test above."""
-        up, lo = self.upper, self.lower
-        sure = lo > up
-        sure &= (lo - up) * (lo + up) > 2 * self._err(c_max)
-        return (~sure).nonzero()[0]
+    def unsure(self):
+        """Rows whose label could change."""
+        return (~(self.gap > 0)).nonzero()[0]
 
 
 def lloyd(X, sw, centers, max_iter, tol, xp, x_sq):
@@ -247,7 +252,7 @@ def lloyd(X, sw, centers, max_iter, tol, xp, x_sq):
     rounding-safe Hamerly bounds (_Bounds) allow a change; the others provably keep theirs. The clusters'
     row sums are kept across steps in float64 and moved by the rows that changed cluster only (float64 keeps
     them at least as accurate as scikit-learn's fresh float32 sums); the weights are counted afresh."""
-    k = centers.shape[0]
+    k, n = centers.shape[0], X.shape[0]
     unit = bool((sw == 1).all())
     bounds = _Bounds(X, x_sq, xp)
     labels_old = None
@@ -255,18 +260,17 @@ def lloyd(X, sw, centers, max_iter, tol, xp, x_sq):
     n_iter = 0
     for n_iter in range(1, max_iter + 1):  # noqa: B007 (n_iter is read after the loop)
         c_max = float(xp.sqrt(row_norms_sq(centers, xp).max()))
+        rows = bounds.unsure() if bounds.covers(c_max) and labels_old is not None else None
+        lab, d1, d2 = assign(X, centers, xp, rows=rows, second=True)
+        bounds.reset(rows, d1, d2)
         if labels_old is None:
-            labels, d1, d2 = assign(X, centers, xp, second=True)
-            bounds.reset(None, d1, d2, c_max)
-            sums = _moved_sums(X, sw, xp.arange(X.shape[0]), labels, None, k, xp)
+            labels = lab
+            sums = _moved_sums(X, sw, xp.arange(n), labels, None, k, xp)
             moved = None
         else:
             labels = labels_old.copy()
-            rows = bounds.unsure(c_max)
-            lab, d1, d2 = assign(X, centers, xp, rows=rows, second=True)
-            bounds.reset(rows, d1, d2, c_max)
-            changed = (lab != labels[rows]).nonzero()[0]
-            moved, lab = rows[changed], lab[changed]
+            changed = (lab != (labels if rows is None else labels[rows])).nonzero()[0]
+            moved, lab = (changed if rows is None else rows[changed]), lab[changed]
             if len(moved):
                 sums += _moved_sums(X, sw, moved, lab, labels_old[moved], k, xp)
                 labels[moved] = lab
