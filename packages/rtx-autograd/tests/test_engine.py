@@ -220,3 +220,21 @@ def test_leaf_gradient_dtype_follows_leaf():
 def test_requires_grad_only_for_float():
     with pytest.raises(RuntimeError, match="floating point"):
         rtx.tensor([1, 2]).requires_grad_()
+
+
+def test_a_leafs_grad_never_aliases_the_callers_gradient():
+    # x.backward(g) on a leaf: .grad is a copy (as torch's), so accumulating into it leaves g alone
+    x = rtx.zeros(3, requires_grad=True)
+    g = rtx.ones(3)
+    x.backward(g)
+    x.backward(g)
+    np.testing.assert_array_equal(g.numpy(), np.ones(3, np.float32))
+    np.testing.assert_array_equal(x.grad.numpy(), np.full(3, 2, np.float32))
+
+
+def test_grads_flowing_to_two_leaves_are_separate_tensors():
+    a = rtx.ones(2, requires_grad=True)
+    b = rtx.ones(2, requires_grad=True)
+    (a + b).sum().backward()
+    a.grad.mul_(5)
+    np.testing.assert_array_equal(b.grad.numpy(), np.ones(2, np.float32))

@@ -186,7 +186,9 @@ def run_backward(roots, root_grads, retain_graph=False, create_graph=False, inpu
     accumulate_only = None
     if accumulate and inputs is not None:
         accumulate_only = {edge[0] for edge in inputs}
-    assigned = {id(g) for g in root_grads if g is not None}  # grads that must not become .grad as-is
+    # arrays that must not become a .grad as they are: the caller's own gradients (a leaf root's
+    # .grad would alias them, and the next backward would add into the caller's tensor)
+    assigned = {id(g._data) for g in root_grads if g is not None}
     ready = [n for n in root_nodes if deps.get(n, 0) == 0]
     pop_ready, push_ready, pop_buffer, get_buffer = ready.pop, ready.append, buffers.pop, buffers.get
     anomaly = _anomaly[0]
