@@ -103,8 +103,9 @@ class Task:
 
 
 def conv_configs(workers=None):
-    """The default ({}: 32 MB chunks, as many workers as BLAS threads) and the alternatives:
-    smaller and bigger chunks, and one worker (multi-threaded BLAS on one chunk at a time)."""
+    """The default ({}: rtx-nn's own chunk size, ~32 MB of columns, or ~1 MB pieces on its channels-last
+    path, and as many workers as BLAS threads) and the alternatives: other chunk sizes, and one worker
+    (multi-threaded BLAS on one chunk at a time)."""
     workers = _threads.cpu_workers() if workers is None else workers
     configs = [{}] + [{"chunk_bytes": c} for c in (2 * MB, 8 * MB, 128 * MB)]
     if workers > 1:
