@@ -3,7 +3,7 @@
 Zoo's, rtx.rl.zoo) and timesteps in rtx.rl and in Stable-Baselines3 on torch CPU, side by side.
 
     .venv/bin/python tools/bench/rl.py [--cases ppo,dqn,sac] [--threads 1] [--fraction 1.0] [--repeat 1] \\
-        [--sb3-python /work/venvs/sb3/bin/python]
+        [--sb3-python /work/venvs/sb3/bin/python] [--base-pythonpath OLD/packages/a/src:OLD/packages/b/src:...]
 
 Cases: PPO CartPole-v1 100k steps, DQN CartPole-v1 100k, SAC Pendulum-v1 20k. Both sides run with
 one BLAS/intra-op thread (small networks: waking threads costs more than it saves) and seed 0.
