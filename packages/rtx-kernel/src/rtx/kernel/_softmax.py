@@ -128,14 +128,15 @@ def _log_softmax_cpu(x, axis=-1):
     return y.reshape(x.shape)
 
 
-def _softmax_backward_into(dx, y, g, axis):
+def _softmax_backward_into(dx, y, g, axis, ones=None):
     np.multiply(g, y, out=dx)
-    dot = dx.sum(axis=axis, keepdims=True)
+    dot = dx.sum(axis=axis, keepdims=True) if ones is None else (dx @ ones)[:, None]
     np.subtract(g, dot, out=dx)
     dx *= y
 
 
-def _log_softmax_backward_into(dx, y, g, axis):
+def _log_softmax_backward_into(dx, y, g, axis, ones=None):
+    # NumPy's pairwise sum even on rows: g - exp(y) * sum(g) cancels, so the sum's rounding shows.
     np.exp(y, out=dx)
     dx *= g.sum(axis=axis, keepdims=True)
     np.subtract(g, dx, out=dx)
@@ -150,8 +151,9 @@ def _backward_cpu(into):
             return dx
         g2 = grad_y.reshape(y2.shape)
         dx = np.empty_like(y2)
+        ones = _ones_for(y2) if g2.dtype == y2.dtype else None  # row sums by BLAS, as the forward's
         for b in row_blocks(*y2.shape):
-            into(dx[b], y2[b], g2[b], 1)
+            into(dx[b], y2[b], g2[b], 1, ones)
         return dx.reshape(y.shape)
     return run
 

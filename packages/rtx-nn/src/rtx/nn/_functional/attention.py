@@ -33,7 +33,8 @@ from typing import Callable
 import numpy as np
 
 import rtx
-from rtx.extend import Primitive, Tensor, cast
+from rtx.autograd import is_grad_enabled
+from rtx.extend import Primitive, Tensor, cast, raw, wrap
 from rtx.extend import autocast as _autocast
 from rtx.nn._functional.dropout import dropout
 from rtx.nn._functional.linear import linear
@@ -67,6 +68,11 @@ class Softmax(Primitive):
     @staticmethod
     def backward(ctx, grad):
         y = ctx.output()
+        if not is_grad_enabled() and raw(grad).dtype == raw(y).dtype:
+            # No double backward asked for: rtx.kernel's fused y * (g - sum(g * y)) on the arrays
+            # (one pass per block of rows, row sums by BLAS) instead of five Tensor ops.
+            from rtx import kernel
+            return wrap(kernel.softmax_backward(raw(y), raw(grad), axis=-1))
         return y * (grad - (grad * y).sum(-1, keepdim=True))
 
 
