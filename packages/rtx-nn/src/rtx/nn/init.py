@@ -8,7 +8,7 @@ import warnings
 import numpy as np
 
 import rtx
-from rtx.extend import Tensor
+from rtx.extend import wrap
 from rtx.runtime.random import generator_for
 
 
@@ -62,7 +62,7 @@ def _fill(tensor, sample, generator=None):
     Only random() and standard_normal() are drawn: both NumPy's and CuPy's Generators have them."""
     values = sample(_gen(tensor, generator).np, tuple(tensor.shape))
     with rtx.no_grad():
-        tensor.copy_(Tensor._make(values))
+        tensor.copy_(wrap(values))
     return tensor
 
 
@@ -178,7 +178,7 @@ def orthogonal_(tensor, gain=1, generator=None):
     if rows < cols:
         q = q.T
     with rtx.no_grad():
-        tensor.copy_(Tensor._make((gain * q).reshape(tuple(tensor.shape))))
+        tensor.copy_(wrap((gain * q).reshape(tuple(tensor.shape))))
     return tensor
 
 
@@ -192,7 +192,7 @@ def sparse_(tensor, sparsity, std=0.01, generator=None):
     for c in range(cols):
         arr[rng.random(rows).argsort()[:zeros], c] = 0  # a random permutation's first `zeros` rows
     with rtx.no_grad():
-        tensor.copy_(Tensor._make(arr))
+        tensor.copy_(wrap(arr))
     return tensor
 
 

@@ -7,7 +7,7 @@ fast paths test `type(t) is Tensor`, and ops on parameters must return plain Ten
 from __future__ import annotations
 
 import rtx
-from rtx.extend import Tensor
+from rtx.extend import Tensor, raw, wrap
 
 
 class _ParameterMeta(type):
@@ -24,7 +24,7 @@ class Parameter(metaclass=_ParameterMeta):
             data = rtx.empty(0)
         if type(data) is not Tensor:
             raise TypeError(f"Parameter expects a Tensor, got {type(data).__name__}")
-        p = Tensor._make(data._data)
+        p = wrap(raw(data))
         p._vc = data._vc
         p.__dict__["_is_param"] = True
         if cls is not Parameter:

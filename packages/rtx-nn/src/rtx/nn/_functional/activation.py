@@ -20,7 +20,7 @@ import numpy as np
 
 from rtx import log_softmax, softmax
 from rtx.autograd.grad_mode import _state
-from rtx.extend import Primitive, Tensor, apply_inplace, cast, logsigmoid, primitive, softplus, wrap_dim
+from rtx.extend import Primitive, Tensor, apply_inplace, cast, logsigmoid, primitive, raw, softplus, wrap, wrap_dim
 from rtx.extend import autocast as _autocast
 from rtx.runtime import dtypes as _dt
 from rtx.runtime.random import generator_for
@@ -74,7 +74,7 @@ def _pointwise(name, forward, derivative, saves="x"):
             if saves == "x":
                 ctx.save_for_backward(a)
             ctx.attrs = attrs
-            return forward(a._data, **attrs)
+            return forward(raw(a), **attrs)
 
         @staticmethod
         def backward(ctx, grad):
@@ -214,8 +214,8 @@ def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
         return leaky_relu(input, (lower + upper) / 2, inplace)
     xp_gen = generator_for(input.device).np
     noise = xp_gen.random(tuple(input.shape)) * (upper - lower) + lower
-    a = input._data
-    slopes = Tensor._make(np.where(a >= 0, 1, noise).astype(a.dtype, copy=False))
+    a = raw(input)
+    slopes = wrap(np.where(a >= 0, 1, noise).astype(a.dtype, copy=False))
     if inplace:
         return _in_place(lambda t: t * slopes, input)
     return input * slopes
@@ -332,7 +332,7 @@ class Gelu(Primitive):
         from rtx import kernel
         ctx.save_for_backward(a)
         ctx.approximate = approximate
-        x = a._data
+        x = raw(a)
         if approximate == "tanh":
             return kernel.gelu(x, approximate)
         if type(x) is np.ndarray and x.dtype == np.float32:
@@ -346,17 +346,17 @@ class Gelu(Primitive):
     def backward(ctx, grad):
         (x,) = ctx.saved_tensors
         if not _state.enabled and ctx.approximate == "none":
-            xd = x._data
-            if type(xd) is np.ndarray and grad._data.dtype == xd.dtype:   # in place: one temporary, same values
+            xd = raw(x)
+            if type(xd) is np.ndarray and raw(grad).dtype == xd.dtype:   # in place: one temporary, same values
                 d = xd * xd
                 d *= -0.5
                 np.exp(d, out=d)
                 d *= _INV_SQRT_2PI
                 d *= xd
                 d += ctx.cdf
-                d *= grad._data
-                return Tensor._make(d)
-            return Tensor._make(grad._data * (ctx.cdf + xd * (np.exp(-0.5 * xd * xd) * _INV_SQRT_2PI)))
+                d *= raw(grad)
+                return wrap(d)
+            return wrap(raw(grad) * (ctx.cdf + xd * (np.exp(-0.5 * xd * xd) * _INV_SQRT_2PI)))
         return GeluBackward.apply(x, grad, approximate=ctx.approximate)
 
 
@@ -370,7 +370,7 @@ class GeluBackward(Primitive):
         from rtx import kernel
         ctx.save_for_backward(x, g)
         ctx.approximate = approximate
-        return kernel.gelu_backward(x._data, g._data, approximate)
+        return kernel.gelu_backward(raw(x), raw(g), approximate)
 
     @staticmethod
     def backward(ctx, gg):
@@ -413,7 +413,7 @@ class _Silu(Primitive, op="silu"):
     @staticmethod
     def forward(ctx, a):
         ctx.save_for_backward(a)
-        x = a._data
+        x = raw(a)
         if type(x) is np.ndarray and x.dtype.kind == "f":
             s = _sigmoid_into(x)
             ctx.sig = s
@@ -424,14 +424,14 @@ class _Silu(Primitive, op="silu"):
     @staticmethod
     def backward(ctx, grad):
         (x,) = ctx.saved_tensors
-        s, g = ctx.sig, grad._data
+        s, g = ctx.sig, raw(grad)
         if not _state.enabled and s is not None and type(g) is np.ndarray and g.dtype == s.dtype:
             t = 1 - s
-            t *= x._data
+            t *= raw(x)
             t += 1
             out = g * s
             out *= t        # g * s * (1 + x * (1 - s)), multiplied in _silu_grad's order
-            return Tensor._make(out)
+            return wrap(out)
         return _silu_grad(grad, x)
 
 

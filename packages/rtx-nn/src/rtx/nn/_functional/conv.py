@@ -39,7 +39,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from rtx.extend import Primitive, Tensor, check_same_device
+from rtx.extend import Primitive, Tensor, check_same_device, raw
 from rtx.extend import autocast as _autocast
 from rtx.kernel import windows as _win
 from rtx.kernel.windows import col2im_add
@@ -670,14 +670,14 @@ class Conv(Primitive):
     def forward(ctx, x, w, b, *, geom, out_shape=None):
         ctx.geom = geom
         ctx.save_for_backward(x, w)
-        return _conv_fwd(x._data, w._data, None if b is None else b._data, geom, out_shape)
+        return _conv_fwd(raw(x), raw(w), None if b is None else raw(b), geom, out_shape)
 
     @staticmethod
     def backward(ctx, grad):
         x, w = ctx.saved_tensors
         need = ctx.needs_input_grad
-        gx = ConvT.apply(grad, w, geom=ctx.geom, in_shape=x._data.shape[2:]) if need[0] else None
-        gw = ConvW.apply(x, grad, geom=ctx.geom, kernel=w._data.shape[2:]) if need[1] else None
+        gx = ConvT.apply(grad, w, geom=ctx.geom, in_shape=raw(x).shape[2:]) if need[0] else None
+        gw = ConvW.apply(x, grad, geom=ctx.geom, kernel=raw(w).shape[2:]) if need[1] else None
         gb = grad.sum((0,) + tuple(range(2, grad.ndim))) if len(need) > 2 and need[2] else None
         return gx, gw, gb
 
@@ -691,14 +691,14 @@ class ConvT(Primitive):
     def forward(ctx, y, w, *, geom, in_shape):
         ctx.geom = geom
         ctx.save_for_backward(y, w)
-        return _convT_fwd(y._data, w._data, geom, in_shape)
+        return _convT_fwd(raw(y), raw(w), geom, in_shape)
 
     @staticmethod
     def backward(ctx, grad):
         y, w = ctx.saved_tensors
         need = ctx.needs_input_grad
-        gy = Conv.apply(grad, w, None, geom=ctx.geom, out_shape=y._data.shape[2:]) if need[0] else None
-        gw = ConvW.apply(grad, y, geom=ctx.geom, kernel=w._data.shape[2:]) if need[1] else None
+        gy = Conv.apply(grad, w, None, geom=ctx.geom, out_shape=raw(y).shape[2:]) if need[0] else None
+        gw = ConvW.apply(grad, y, geom=ctx.geom, kernel=raw(w).shape[2:]) if need[1] else None
         return gy, gw
 
 
@@ -711,14 +711,14 @@ class ConvW(Primitive):
     def forward(ctx, x, y, *, geom, kernel):
         ctx.geom = geom
         ctx.save_for_backward(x, y)
-        return _convW_fwd(x._data, y._data, geom, kernel)
+        return _convW_fwd(raw(x), raw(y), geom, kernel)
 
     @staticmethod
     def backward(ctx, grad):
         x, y = ctx.saved_tensors
         need = ctx.needs_input_grad
-        gx = ConvT.apply(y, grad, geom=ctx.geom, in_shape=x._data.shape[2:]) if need[0] else None
-        gy = Conv.apply(x, grad, None, geom=ctx.geom, out_shape=y._data.shape[2:]) if need[1] else None
+        gx = ConvT.apply(y, grad, geom=ctx.geom, in_shape=raw(x).shape[2:]) if need[0] else None
+        gy = Conv.apply(x, grad, None, geom=ctx.geom, out_shape=raw(y).shape[2:]) if need[1] else None
         return gx, gy
 
 
@@ -727,8 +727,8 @@ class Im2Col(Primitive):
 
     @staticmethod
     def forward(ctx, x, *, kernel, geom):
-        ctx.kernel, ctx.geom, ctx.in_shape = kernel, geom, x._data.shape[2:]
-        return _win.im2col(x._data, kernel, geom.stride, geom.dilation, pads=geom.pads, layout="N,CK,L")
+        ctx.kernel, ctx.geom, ctx.in_shape = kernel, geom, raw(x).shape[2:]
+        return _win.im2col(raw(x), kernel, geom.stride, geom.dilation, pads=geom.pads, layout="N,CK,L")
 
     @staticmethod
     def backward(ctx, grad):
@@ -741,7 +741,7 @@ class Col2Im(Primitive):
     @staticmethod
     def forward(ctx, cols, *, kernel, geom, in_shape):
         ctx.kernel, ctx.geom = kernel, geom
-        return _win.col2im(cols._data, in_shape, kernel, geom.stride, geom.dilation, geom.pads)
+        return _win.col2im(raw(cols), in_shape, kernel, geom.stride, geom.dilation, geom.pads)
 
     @staticmethod
     def backward(ctx, grad):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import warnings
 
-from rtx.extend import Tensor, apply_inplace
+from rtx.extend import Tensor, apply_inplace, raw, wrap
 from rtx.runtime.devices import array_module
 from rtx.runtime.random import generator_for
 
@@ -28,7 +28,7 @@ def _check_p(p):
 def _keep_mask(input, p, shape):
     """1.0 where kept (probability 1 - p), 0.0 where dropped, in input's dtype, on its device."""
     u = generator_for(input.device).np.random(tuple(shape))
-    return (u >= p).astype(input._data.dtype)
+    return (u >= p).astype(raw(input).dtype)
 
 
 def _apply(input, p, training, inplace, noise_shape, alpha, op):
@@ -40,16 +40,16 @@ def _apply(input, p, training, inplace, noise_shape, alpha, op):
     if not input.is_floating_point():
         raise RuntimeError(f"{op}: expected a floating point input, got {input.dtype}")
     if p == 1:
-        zero = Tensor._make(array_module(input._data).zeros((), input._data.dtype))
+        zero = wrap(array_module(raw(input)).zeros((), raw(input).dtype))
         return _finish(input, lambda t: t * zero, inplace)
     keep = _keep_mask(input, p, noise_shape)
     if not alpha:
-        mask = Tensor._make(keep / (1 - p))
+        mask = wrap(keep / (1 - p))
         return _finish(input, lambda t: t * mask, inplace)
     # PyTorch's alpha dropout: x * a * keep + (keep - 1) * alpha * a + alpha * a * p
     a = 1.0 / ((_ALPHA * _ALPHA * p + 1) * (1 - p)) ** 0.5
-    scale = Tensor._make(keep * a)
-    shift = Tensor._make((keep - 1) * (_ALPHA * a) + _ALPHA * a * p)
+    scale = wrap(keep * a)
+    shift = wrap((keep - 1) * (_ALPHA * a) + _ALPHA * a * p)
     return _finish(input, lambda t: t * scale + shift, inplace)
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from rtx.extend import Primitive, Tensor, add_at
+from rtx.extend import Primitive, Tensor, add_at, raw, wrap
 from rtx.runtime.devices import array_module
 
 __all__ = ["embedding", "embedding_bag"]
@@ -26,8 +26,8 @@ class Embedding(Primitive):
 
     @staticmethod
     def forward(ctx, w, *, idx, fscale, bscale):
-        ctx.idx, ctx.bscale, ctx.n = idx, bscale, w._data.shape[0]
-        out = w._data[idx]
+        ctx.idx, ctx.bscale, ctx.n = idx, bscale, raw(w).shape[0]
+        out = raw(w)[idx]
         if fscale is not None:
             out *= _expand(fscale, out)
         return out
@@ -45,7 +45,7 @@ class EmbeddingDenseBackward(Primitive):
     @staticmethod
     def forward(ctx, g, *, idx, scale, n):
         ctx.idx, ctx.scale = idx, scale
-        gd = g._data
+        gd = raw(g)
         if scale is not None:
             gd = gd * _expand(scale, gd)
         flat = idx.reshape(-1)
@@ -69,7 +69,7 @@ def _expand(scale, like):
 def _check_indices(input, op):
     if type(input) is not Tensor:
         raise TypeError(f"{op}(): argument 'input' must be Tensor, not {type(input).__name__}")
-    if input._data.dtype.kind not in "iu":
+    if raw(input).dtype.kind not in "iu":
         raise RuntimeError(f"Expected tensor for argument #1 'indices' to have one of the following scalar types: "
                            f"Long, Int; but got {input.dtype} instead (while checking arguments for {op})")
 
@@ -91,9 +91,9 @@ def _padding(padding_idx, n):
 def _renorm_(weight, idx, max_norm, norm_type):
     """Rescale, in place, the rows of weight used by idx whose norm exceeds max_norm to norm
     max_norm (PyTorch's embedding_renorm_; no gradient is recorded)."""
-    xp = array_module(weight._data)
+    xp = array_module(raw(weight))
     rows = xp.unique(idx.reshape(-1))
-    w = weight._data
+    w = raw(weight)
     sel = w[rows]
     if norm_type == float("inf"):
         norms = xp.abs(sel).max(axis=-1)
@@ -114,7 +114,7 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, sca
         raise RuntimeError(f"'weight' must be 2-D, got a weight of shape {list(weight.shape)}")
     n = weight.shape[0]
     pad = _padding(padding_idx, n)
-    idx = input._data
+    idx = raw(input)
     _check_range(idx, n)
     if max_norm is not None:
         _renorm_(weight, idx, max_norm, norm_type)
@@ -139,7 +139,7 @@ class EmbeddingBag(Primitive):
 
     @staticmethod
     def forward(ctx, v, *, seg, B):
-        vd = v._data
+        vd = raw(v)
         xp = array_module(vd)
         N, D = vd.shape
         out = xp.full((B, D), -xp.inf, dtype=vd.dtype)
@@ -162,7 +162,7 @@ class _PickScatter(Primitive):
 
     @staticmethod
     def forward(ctx, g, *, arg, N):
-        gd = g._data
+        gd = raw(g)
         xp = array_module(gd)
         ctx.arg, ctx.N = arg, N
         out = xp.zeros((N + 1,) + gd.shape[1:], dtype=gd.dtype)
@@ -178,7 +178,7 @@ class _PickScatter(Primitive):
 class _Pick(Primitive):
     @staticmethod
     def forward(ctx, v, *, arg, N):
-        vd = v._data
+        vd = raw(v)
         xp = array_module(vd)
         ctx.arg, ctx.N = arg, N
         padded = xp.concatenate([vd, xp.zeros((1,) + vd.shape[1:], dtype=vd.dtype)])
@@ -219,7 +219,7 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
         B, L = input.shape
         starts = np.arange(0, B * L, L, dtype=np.int64) if L else np.zeros(B, dtype=np.int64)
         ends = starts + L
-        idx = input._data.reshape(-1)
+        idx = raw(input).reshape(-1)
         if per_sample_weights is not None:
             per_sample_weights = per_sample_weights.reshape(-1)
     elif input.ndim == 1:
@@ -228,7 +228,7 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
         if offsets.ndim != 1:
             raise ValueError("offsets has to be a 1D Tensor")
         o = np.asarray(offsets.__array__(), dtype=np.int64)
-        idx = input._data
+        idx = raw(input)
         N = idx.shape[0]
         if include_last_offset:
             if o.size == 0:
@@ -267,7 +267,7 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
         keep = idx != pad
         idx, seg = idx[keep], seg[keep]
         if per_sample_weights is not None:
-            per_sample_weights = per_sample_weights[Tensor._make(keep)]
+            per_sample_weights = per_sample_weights[wrap(keep)]
     bscale = None
     if scale_grad_by_freq:
         counts = xp.bincount(idx.astype(np.int64), minlength=n)
@@ -279,6 +279,6 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
         rows = rows * per_sample_weights.reshape(-1, 1).to(rows.dtype)
     out = EmbeddingDenseBackward.apply(rows, idx=seg, scale=None, n=B)
     if mode == "mean":
-        count = xp.bincount(seg, minlength=B).astype(out._data.dtype)
-        out = out / Tensor._make(xp.maximum(count, 1)[:, None])
+        count = xp.bincount(seg, minlength=B).astype(raw(out).dtype)
+        out = out / wrap(xp.maximum(count, 1)[:, None])
     return out

@@ -14,7 +14,7 @@ import math
 
 import numpy as np
 
-from rtx.extend import Primitive, Tensor
+from rtx.extend import Primitive, Tensor, raw, wrap
 from rtx.nn._functional.conv import Col2Im, Im2Col, _Geom, _out_shape, _prod, batched, check_float, expand_param
 from rtx.runtime.devices import array_module
 
@@ -107,7 +107,7 @@ class Resample(Primitive):
     @staticmethod
     def forward(ctx, x, *, axis, taps, in_size, out_size):
         ctx.axis, ctx.taps, ctx.in_size, ctx.out_size = axis, taps, in_size, out_size
-        return _resample(x._data, axis, taps, in_size, out_size)
+        return _resample(raw(x), axis, taps, in_size, out_size)
 
     @staticmethod
     def backward(ctx, grad):
@@ -120,7 +120,7 @@ class ResampleT(Primitive):
     @staticmethod
     def forward(ctx, g, *, axis, taps, in_size, out_size):
         ctx.axis, ctx.taps, ctx.in_size, ctx.out_size = axis, taps, in_size, out_size
-        return _resample_T(g._data, axis, taps, in_size, out_size)
+        return _resample_T(raw(g), axis, taps, in_size, out_size)
 
     @staticmethod
     def backward(ctx, grad):
@@ -147,7 +147,7 @@ def _const_slices(shape, pads):
 class PadConstant(Primitive):
     @staticmethod
     def forward(ctx, x, *, pads, value):
-        a = x._data
+        a = raw(x)
         ctx.pads, ctx.shape = pads, a.shape
         xp = array_module(a)
         shape = tuple(n + lo + hi for n, (lo, hi) in zip(a.shape, pads))
@@ -165,7 +165,7 @@ class PadConstantT(Primitive):
     @staticmethod
     def forward(ctx, g, *, pads, shape):
         ctx.pads = pads
-        a = g._data
+        a = raw(g)
         out = array_module(a).zeros(shape, dtype=a.dtype)
         src, dst = _const_slices(shape, pads)
         out[src] = a[dst]
@@ -524,7 +524,7 @@ def affine_grid(theta, size, align_corners=None):
         raise ValueError(f"Expected non-zero, positive output size. Got {size}")
     if theta.shape[0] != N:
         raise ValueError(f"Expected theta batch size {theta.shape[0]} to match size[0] = {N}")
-    b = rtx.tensor(base.astype(theta._data.dtype), device=theta.device)
+    b = rtx.tensor(base.astype(raw(theta).dtype), device=theta.device)
     return (b @ theta.transpose(1, 2)).reshape(out_shape)
 
 
@@ -584,7 +584,7 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
     Ho, Wo = grid.shape[1], grid.shape[2]
     ix = _source_coords(grid[..., 0], W, padding_mode, align_corners)   # (N, Ho, Wo)
     iy = _source_coords(grid[..., 1], H, padding_mode, align_corners)
-    xp = array_module(input._data)
+    xp = array_module(raw(input))
 
     def corner(xi, yi):
         """input at integer (yi, xi) arrays (N, Ho, Wo), zero outside: (N, C, Ho, Wo)."""
@@ -592,16 +592,16 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
         flat = np.clip(yi, 0, H - 1) * W + np.clip(xi, 0, W - 1)
         idx = xp.ascontiguousarray(xp.broadcast_to(flat[:, None], (N, C, Ho, Wo)))
         v = PlaneGather.apply(input, idx=idx, plane=(H, W))
-        return v * Tensor._make(xp.asarray(valid[:, None]).astype(input._data.dtype))
+        return v * wrap(xp.asarray(valid[:, None]).astype(raw(input).dtype))
 
     if mode == "nearest":
-        xi = xp.rint(ix._data).astype(np.int64)   # round half to even, as nearbyint
-        yi = xp.rint(iy._data).astype(np.int64)
+        xi = xp.rint(raw(ix)).astype(np.int64)   # round half to even, as nearbyint
+        yi = xp.rint(raw(iy)).astype(np.int64)
         return corner(xi, yi)
-    x0 = xp.floor(ix._data).astype(np.int64)
-    y0 = xp.floor(iy._data).astype(np.int64)
-    wx1 = (ix - Tensor._make(x0.astype(ix._data.dtype))).unsqueeze(1)
-    wy1 = (iy - Tensor._make(y0.astype(iy._data.dtype))).unsqueeze(1)
+    x0 = xp.floor(raw(ix)).astype(np.int64)
+    y0 = xp.floor(raw(iy)).astype(np.int64)
+    wx1 = (ix - wrap(x0.astype(raw(ix).dtype))).unsqueeze(1)
+    wy1 = (iy - wrap(y0.astype(raw(iy).dtype))).unsqueeze(1)
     wx0, wy0 = 1 - wx1, 1 - wy1
     return (corner(x0, y0) * (wx0 * wy0) + corner(x0 + 1, y0) * (wx1 * wy0) +
             corner(x0, y0 + 1) * (wx0 * wy1) + corner(x0 + 1, y0 + 1) * (wx1 * wy1))

@@ -19,7 +19,7 @@ import numbers
 import numpy as np
 
 from rtx.autograd.grad_mode import _state
-from rtx.extend import Primitive, Tensor, cast, current_hook, sum_to
+from rtx.extend import Primitive, Tensor, cast, current_hook, raw, sum_to, wrap
 from rtx.extend import autocast as _autocast
 from rtx.runtime import dtypes as _dt
 
@@ -39,11 +39,11 @@ def _like(t, input):
         return None
     if type(t) is not Tensor:
         raise TypeError(f"expected a Tensor or None for the affine parameters, got {type(t).__name__}")
-    return cast(t, input._data.dtype) if t._data.dtype != input._data.dtype else t
+    return cast(t, raw(input).dtype) if raw(t).dtype != raw(input).dtype else t
 
 
 def _arr(t):
-    return None if t is None else t._data
+    return None if t is None else raw(t)
 
 
 def _eps_of(dtype):
@@ -73,15 +73,15 @@ class NativeBatchNorm(Primitive):
         # x * scale + shift with the per-channel factors folded first, as PyTorch's CPU kernel
         # does: two whole-array passes and one allocation instead of four passes and two
         # (measured 0.30 vs 0.64 ms for 8x64x32x32 float32)
-        scale = rstd if w is None else rstd * w._data
+        scale = rstd if w is None else rstd * raw(w)
         shift = -mean * scale
         if b is not None:
-            shift = shift + b._data
-        y = np.multiply(x._data, scale)
+            shift = shift + raw(b)
+        y = np.multiply(raw(x), scale)
         y += shift
         ctx.save_for_backward(x, w)
         ctx.axes, ctx.eps, ctx.mean, ctx.rstd = axes, eps, mean, rstd
-        ctx.b_shape = None if b is None else b._data.shape
+        ctx.b_shape = None if b is None else raw(b).shape
         return y
 
     @staticmethod
@@ -90,7 +90,7 @@ class NativeBatchNorm(Primitive):
         nx, nw, nb = ctx.needs_input_grad
         axes = ctx.axes
         if not _state.enabled:
-            return _batch_norm_backward(g._data, x._data, _arr(w), ctx.mean, ctx.rstd, axes, ctx.b_shape, nx, nw, nb)
+            return _batch_norm_backward(raw(g), raw(x), _arr(w), ctx.mean, ctx.rstd, axes, ctx.b_shape, nx, nw, nb)
         # Recorded: the statistics as functions of x, so second derivatives are right.
         xc = x - x.mean(axes, keepdim=True)
         rstd = ((xc * xc).mean(axes, keepdim=True) + ctx.eps).rsqrt()
@@ -129,11 +129,11 @@ def _batch_norm_backward(g, x, w, mean, rstd, axes, b_shape, nx, nw, nb):
         np.multiply(xc, a * rstd * rstd * sum_gxc / M, out=xc)
         t -= xc
         t -= a * sum_g / M
-        gx = Tensor._make(t.astype(dt, copy=False))
+        gx = wrap(t.astype(dt, copy=False))
     if nw:
-        gw = Tensor._make(_sum_to(sum_gxc * rstd, w.shape).astype(dt, copy=False))
+        gw = wrap(_sum_to(sum_gxc * rstd, w.shape).astype(dt, copy=False))
     if nb:
-        gb = Tensor._make(_sum_to(sum_g, b_shape).astype(dt, copy=False))
+        gb = wrap(_sum_to(sum_g, b_shape).astype(dt, copy=False))
     return gx, gw, gb
 
 
@@ -146,7 +146,7 @@ def _sum_to(a, shape):
 
 def _update_running(running, batch_stat, momentum):
     """running <- (1 - momentum) * running + momentum * batch_stat, in place (a buffer)."""
-    new = batch_stat.astype(running._data.dtype, copy=False)
+    new = batch_stat.astype(raw(running).dtype, copy=False)
     running._data *= 1 - momentum
     running._data += momentum * new
     running._vc[0] += 1
@@ -210,7 +210,7 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
             raise RuntimeError("running_mean must be defined in evaluation mode")
         return _eval_affine(input, running_mean, running_var, w, b, eps, shape)
     axes = (0,) + tuple(range(2, nd))
-    mean, var = _stats(input._data, axes)
+    mean, var = _stats(raw(input), axes)
     momentum = 0.0 if momentum is None else momentum
     n = input.numel() // C
     if running_mean is not None:
@@ -243,7 +243,7 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
             raise RuntimeError("Expected running_mean and running_var to be defined when use_input_stats is false")
         return _eval_affine(input, running_mean, running_var, w, b, eps, shape)
     axes = tuple(range(2, nd))
-    mean, var = _stats(input._data, axes)
+    mean, var = _stats(raw(input), axes)
     momentum = 0.0 if momentum is None else momentum
     n = math.prod(input.shape[2:])
     if running_mean is not None:
@@ -262,7 +262,7 @@ class NativeLayerNorm(Primitive):
     @staticmethod
     def forward(ctx, x, w, b, *, nd, eps):
         from rtx import kernel
-        y, mean, rstd = kernel.layer_norm(x._data, _arr(w), _arr(b), eps, nd)
+        y, mean, rstd = kernel.layer_norm(raw(x), _arr(w), _arr(b), eps, nd)
         ctx.save_for_backward(x, w)
         ctx.mean, ctx.rstd, ctx.nd, ctx.eps, ctx.has_bias = mean, rstd, nd, eps, b is not None
         return y
@@ -273,10 +273,10 @@ class NativeLayerNorm(Primitive):
         nx, nw, nb = ctx.needs_input_grad
         if not _state.enabled:
             from rtx import kernel
-            gx, gw, gb = kernel.layer_norm_backward(g._data, x._data, _arr(w), ctx.mean, ctx.rstd, ctx.nd,
+            gx, gw, gb = kernel.layer_norm_backward(raw(g), raw(x), _arr(w), ctx.mean, ctx.rstd, ctx.nd,
                                                     has_bias=ctx.has_bias)
-            return (Tensor._make(gx) if nx else None, Tensor._make(gw) if nw else None,
-                    Tensor._make(gb) if nb else None)
+            return (wrap(gx) if nx else None, wrap(gw) if nw else None,
+                    wrap(gb) if nb else None)
         axes = tuple(range(x.ndim - ctx.nd, x.ndim))
         batch = tuple(range(x.ndim - ctx.nd))
         xc = x - x.mean(axes, keepdim=True)
@@ -297,7 +297,7 @@ class FusedRmsNorm(Primitive):
     @staticmethod
     def forward(ctx, x, w, *, nd, eps):
         from rtx import kernel
-        y, rstd = kernel.rms_norm(x._data, _arr(w), eps, nd)
+        y, rstd = kernel.rms_norm(raw(x), _arr(w), eps, nd)
         ctx.save_for_backward(x, w)
         ctx.rstd, ctx.nd, ctx.eps = rstd, nd, eps
         return y
@@ -308,8 +308,8 @@ class FusedRmsNorm(Primitive):
         nx, nw = ctx.needs_input_grad
         if not _state.enabled:
             from rtx import kernel
-            gx, gw = kernel.rms_norm_backward(g._data, x._data, _arr(w), ctx.rstd, ctx.nd)
-            return Tensor._make(gx) if nx else None, Tensor._make(gw) if nw else None
+            gx, gw = kernel.rms_norm_backward(raw(g), raw(x), _arr(w), ctx.rstd, ctx.nd)
+            return wrap(gx) if nx else None, wrap(gw) if nw else None
         axes = tuple(range(x.ndim - ctx.nd, x.ndim))
         batch = tuple(range(x.ndim - ctx.nd))
         rstd = ((x * x).mean(axes, keepdim=True) + ctx.eps).rsqrt()
@@ -371,8 +371,8 @@ def _fused_group_norm_fits(x, w, b):
     parameters of x's dtype, and no graph being recorded. A recorded graph (rtx.graph's tracer,
     rtx.onnx.export) gets the composed form, layer_norm's op plus a multiply and an add, whose ops
     the passes and exporters already handle; the values are the same to rounding."""
-    return (w is not None and b is not None and type(x._data) is np.ndarray and x._data.dtype in _GN_DTYPES
-            and w._data.dtype == x._data.dtype and b._data.dtype == x._data.dtype and x.ndim > 2
+    return (w is not None and b is not None and type(raw(x)) is np.ndarray and raw(x).dtype in _GN_DTYPES
+            and raw(w).dtype == raw(x).dtype and raw(b).dtype == raw(x).dtype and x.ndim > 2
             and current_hook() is None)
 
 
@@ -389,7 +389,7 @@ class NativeGroupNorm(Primitive):
 
     @staticmethod
     def forward(ctx, x, w, b, *, groups, eps):
-        xd = x._data
+        xd = raw(x)
         N, C = xd.shape[:2]
         x3 = xd.reshape(N, groups, -1)
         mean = x3.mean(axis=2, keepdims=True)                        # (N, G, 1)
@@ -397,8 +397,8 @@ class NativeGroupNorm(Primitive):
         var = np.vecdot(y, y)[..., None] / x3.shape[2]
         rstd = 1.0 / np.sqrt(var + eps)                               # (N, G, 1)
         yc = y.reshape(N, C, -1)
-        yc *= (rstd * w._data.reshape(groups, -1)).reshape(N, C, 1)  # xhat * w in one pass
-        yc += b._data.reshape(C, 1)
+        yc *= (rstd * raw(w).reshape(groups, -1)).reshape(N, C, 1)  # xhat * w in one pass
+        yc += raw(b).reshape(C, 1)
         ctx.save_for_backward(x, w)
         ctx.mean, ctx.rstd, ctx.groups, ctx.eps = mean, rstd, groups, eps
         return y.reshape(xd.shape)
@@ -407,7 +407,7 @@ class NativeGroupNorm(Primitive):
     def backward(ctx, g):
         x, w = ctx.saved_tensors
         nx, nw, nb = ctx.needs_input_grad
-        G, shape = ctx.groups, x._data.shape
+        G, shape = ctx.groups, raw(x).shape
         N, C = shape[:2]
         if _state.enabled:  # a graph of the backward is wanted: differentiable ops
             return _group_norm_backward_composed(g, x, w, G, ctx.eps, nx, nw, nb)
@@ -415,8 +415,8 @@ class NativeGroupNorm(Primitive):
         # gx = rstd * (gxhat - sum(gxhat) / D - xhat * sum(gxhat * xhat) / D), gw = sum g * xhat, gb = sum g.
         # Per (sample, channel): S1 = sum g, S2 = sum g * xhat = rstd * sum g * xc; the group sums are
         # sums of w * S1 and w * S2 over the group's channels.
-        x3 = x._data.reshape(N, G, -1)
-        g3 = g._data.reshape(N, C, -1)
+        x3 = raw(x).reshape(N, G, -1)
+        g3 = raw(g).reshape(N, C, -1)
         D = x3.shape[2]
         mean, rstd = ctx.mean, ctx.rstd                                   # (N, G, 1)
         xc = np.subtract(x3, mean).reshape(N, C, -1)
@@ -426,7 +426,7 @@ class NativeGroupNorm(Primitive):
         gb = S1.sum(axis=0) if nb else None
         gx = None
         if nx:
-            wd = w._data
+            wd = raw(w)
             A = (wd * S1).reshape(N, G, -1).sum(axis=2, keepdims=True) / D   # mean of gxhat per group
             B = (wd * S2).reshape(N, G, -1).sum(axis=2, keepdims=True) / D   # mean of gxhat * xhat
             cg = C // G
@@ -434,8 +434,8 @@ class NativeGroupNorm(Primitive):
             xc *= np.broadcast_to(-rstd * rstd * B, (N, G, cg)).reshape(N, C, 1)
             gx += xc
             gx += np.broadcast_to(-rstd * A, (N, G, cg)).reshape(N, C, 1)
-            gx = Tensor._make(gx.reshape(shape))
-        return gx, None if gw is None else Tensor._make(gw), None if gb is None else Tensor._make(gb)
+            gx = wrap(gx.reshape(shape))
+        return gx, None if gw is None else wrap(gw), None if gb is None else wrap(gb)
 
 
 def _group_norm_backward_composed(g, x, w, G, eps, nx, nw, nb):

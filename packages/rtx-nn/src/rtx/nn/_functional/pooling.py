@@ -13,7 +13,7 @@ import itertools
 
 import numpy as np
 
-from rtx.extend import Primitive, Tensor
+from rtx.extend import Primitive, Tensor, raw, wrap
 from rtx.nn._functional.conv import batched, check_float, crop, expand_param, pad_zeros
 from rtx.runtime.devices import array_module
 
@@ -188,8 +188,8 @@ class MaxPool(Primitive):
     @staticmethod
     def forward(ctx, x, *, geo, return_indices):
         need_arg = return_indices or bool(ctx.needs_input_grad)
-        out, arg = _max_fwd(x._data, geo, need_arg)
-        ctx.geo, ctx.arg, ctx.lead = geo, arg, x._data.shape[:2]
+        out, arg = _max_fwd(raw(x), geo, need_arg)
+        ctx.geo, ctx.arg, ctx.lead = geo, arg, raw(x).shape[:2]
         if return_indices:
             return out, _flat_indices(arg, geo)
         return out
@@ -205,7 +205,7 @@ class MaxScatter(Primitive):
     @staticmethod
     def forward(ctx, g, *, geo, arg, lead):
         ctx.geo, ctx.arg = geo, arg
-        a = g._data
+        a = raw(g)
         xp = array_module(a)
         gpad = xp.zeros(geo.padded_shape(lead), dtype=a.dtype)
         zero = a.dtype.type(0)
@@ -232,8 +232,8 @@ class MaxGather(Primitive):
 
     @staticmethod
     def forward(ctx, x, *, geo, arg):
-        ctx.geo, ctx.arg, ctx.lead = geo, arg, x._data.shape[:2]
-        a = x._data
+        ctx.geo, ctx.arg, ctx.lead = geo, arg, raw(x).shape[:2]
+        a = raw(x)
         xp = array_module(a)
         xpad = pad_zeros(a, geo.pads)
         out = xp.zeros(arg.shape, dtype=a.dtype)
@@ -308,8 +308,8 @@ def _avg_divisor(geo, xp, dtype, count_include_pad, divisor_override):
 class AvgPool(Primitive):
     @staticmethod
     def forward(ctx, x, *, geo, div):
-        ctx.geo, ctx.div, ctx.lead = geo, div, x._data.shape[:2]
-        a = x._data
+        ctx.geo, ctx.div, ctx.lead = geo, div, raw(x).shape[:2]
+        a = raw(x)
         xpad = pad_zeros(a, geo.pads)
         offs = geo.offsets()
         integer = a.dtype.kind in "iu"
@@ -333,7 +333,7 @@ class AvgScatter(Primitive):
     @staticmethod
     def forward(ctx, g, *, geo, div, lead):
         ctx.geo, ctx.div = geo, div
-        a = g._data
+        a = raw(g)
         xp = array_module(a)
         gd = a / div
         gpad = xp.zeros(geo.padded_shape(lead), dtype=a.dtype)
@@ -347,13 +347,13 @@ class AvgScatter(Primitive):
 
 
 def _avg_pool(op, nd, input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override):
-    if type(input) is not Tensor or input._data.dtype.kind not in "iu":
+    if type(input) is not Tensor or raw(input).dtype.kind not in "iu":
         check_float(input, op)  # integers pool too (truncating, as PyTorch); bool and complex do not
     x, unbatched = batched(input, nd, op)
     if divisor_override is not None and divisor_override == 0:
         raise RuntimeError("divisor must be not zero")
     geo = _geometry(op, x, nd, kernel_size, stride, padding, 1, ceil_mode, False)
-    div = _avg_divisor(geo, array_module(x._data), x._data.dtype, count_include_pad, divisor_override)
+    div = _avg_divisor(geo, array_module(raw(x)), raw(x).dtype, count_include_pad, divisor_override)
     y = AvgPool.apply(x, geo=geo, div=div)
     return y.squeeze(0) if unbatched else y
 
@@ -411,7 +411,7 @@ def _adaptive_avg(op, nd, input, output_size):
     if all(o > 0 and n % o == 0 for n, o in zip(in_shape, out)):
         k = tuple(n // o for n, o in zip(in_shape, out))
         geo = _Pool(k, k, (1,) * nd, ((0, 0),) * nd, out, in_shape)
-        y = AvgPool.apply(x, geo=geo, div=x._data.dtype.type(_prod(k)))
+        y = AvgPool.apply(x, geo=geo, div=raw(x).dtype.type(_prod(k)))
     else:
         y = x
         for i, (n, o) in enumerate(zip(in_shape, out)):
@@ -446,8 +446,8 @@ class PlaneGather(Primitive):
 
     @staticmethod
     def forward(ctx, x, *, idx, plane):
-        ctx.idx, ctx.plane, ctx.lead = idx, plane, x._data.shape[:2]
-        a = x._data
+        ctx.idx, ctx.plane, ctx.lead = idx, plane, raw(x).shape[:2]
+        a = raw(x)
         xp = array_module(a)
         flat = a.reshape(a.shape[:2] + (_prod(a.shape[2:]),))
         return xp.take_along_axis(flat, idx.reshape(idx.shape[:2] + (_prod(idx.shape[2:]),)), axis=2).reshape(idx.shape)
@@ -463,7 +463,7 @@ class PlaneScatter(Primitive):
     @staticmethod
     def forward(ctx, g, *, idx, plane, lead):
         ctx.idx, ctx.plane = idx, plane
-        a = g._data
+        a = raw(g)
         xp = array_module(a)
         N, C = lead
         P = _prod(plane)
@@ -489,9 +489,9 @@ def _adaptive_max(op, nd, input, output_size, return_indices):
         geo = _Pool(k, k, (1,) * nd, ((0, 0),) * nd, out, in_shape)
         res = MaxPool.apply(x, geo=geo, return_indices=bool(return_indices))
     else:
-        idx = _adaptive_argmax(x._data, in_shape, out)
+        idx = _adaptive_argmax(raw(x), in_shape, out)
         vals = PlaneGather.apply(x, idx=idx, plane=in_shape)
-        res = (vals, Tensor._make(idx)) if return_indices else vals
+        res = (vals, wrap(idx)) if return_indices else vals
     if unbatched:
         return tuple(r.squeeze(0) for r in res) if return_indices else res.squeeze(0)
     return res
@@ -594,7 +594,7 @@ def _max_unpool(op, nd, input, indices, kernel_size, stride, padding, output_siz
                 raise ValueError(f"invalid output_size \"{list(out)}\" (dim {out.index(o)} must be between "
                                  f"{d - s} and {d + s})")
     P = _prod(out)
-    ia = idx._data
+    ia = raw(idx)
     if ia.size and (int(ia.min()) < 0 or int(ia.max()) >= P):
         bad = int(ia.max()) if int(ia.max()) >= P else int(ia.min())
         raise RuntimeError(f"Found an invalid max index: {bad} (output volumes are of size "

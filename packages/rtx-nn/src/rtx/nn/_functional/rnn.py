@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 import rtx
-from rtx.extend import Tensor
+from rtx.extend import raw, wrap
 from rtx.nn._functional.dropout import dropout as _dropout
 from rtx.nn._functional.linear import linear
 from rtx.runtime import array_module
@@ -131,11 +131,11 @@ def _step_masks(lengths, length, like):
     if lengths is None:
         return None
     lengths = np.asarray(lengths)
-    xp = array_module(like._data)
+    xp = array_module(raw(like))
     out = []
     for t in range(length):
         alive = t < lengths
-        out.append(None if alive.all() else Tensor._make(xp.asarray(alive[:, None])))
+        out.append(None if alive.all() else wrap(xp.asarray(alive[:, None])))
     return out
 
 

@@ -9,7 +9,7 @@ import math
 import numpy as np
 
 from rtx import cosine_similarity, pairwise_distance, pdist
-from rtx.extend import Tensor, cast, dims, primitive
+from rtx.extend import Tensor, cast, dims, primitive, raw, wrap
 from rtx.extend import autocast as _autocast
 from rtx.runtime import array_module
 from rtx.runtime import dtypes as _dt
@@ -34,10 +34,10 @@ def one_hot(tensor, num_classes=-1):
     num_classes=-1 takes max(tensor) + 1."""
     if type(tensor) is not Tensor:
         raise TypeError(f"one_hot(): argument 'input' must be Tensor, not {type(tensor).__name__}")
-    if tensor._data.dtype != np.int64:
+    if raw(tensor).dtype != np.int64:
         raise RuntimeError(f"one_hot is only applicable to index tensor of type LongTensor (int64), got "
                            f"{tensor.dtype}")
-    a = tensor._data
+    a = raw(tensor)
     xp = array_module(a)
     num_classes = int(num_classes)
     if num_classes == -1:
@@ -52,7 +52,7 @@ def one_hot(tensor, num_classes=-1):
         if int(a.max()) >= num_classes:
             raise RuntimeError(f"Class values must be smaller than num_classes (one_hot got class {int(a.max())} "
                                f"with num_classes={num_classes}).")
-    return Tensor._make((a[..., None] == xp.arange(num_classes)).astype(np.int64))
+    return wrap((a[..., None] == xp.arange(num_classes)).astype(np.int64))
 
 
 def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):

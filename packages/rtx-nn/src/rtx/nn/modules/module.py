@@ -6,7 +6,7 @@ import itertools
 from collections import OrderedDict, namedtuple
 
 import rtx
-from rtx.extend import Tensor
+from rtx.extend import Tensor, raw
 from rtx.nn.parameter import Parameter, is_parameter
 
 
@@ -313,8 +313,8 @@ class Module:
                 if p is None:
                     continue
                 new = fn(p)
-                if new._data is not p._data:  # an unchanged tensor keeps its version
-                    p._data = new._data
+                if raw(new) is not raw(p):  # an unchanged tensor keeps its version
+                    p._data = raw(new)
                     p._vc[0] += 1
                 if p.grad is not None:
                     p.grad = fn(p.grad)

@@ -18,7 +18,7 @@ import copy
 
 import rtx
 from rtx.autograd.grad_mode import is_grad_enabled
-from rtx.extend import Tensor
+from rtx.extend import Tensor, raw
 from rtx.nn import functional as F
 from rtx.nn import init
 from rtx.nn.modules.activation import GELU, ReLU
@@ -227,7 +227,7 @@ class TransformerEncoder(Module):
             return False
         if mask is not None:
             return False
-        valid = (padding == 0)._data
+        valid = raw(padding == 0)
         if self.mask_check:  # valid tokens must come first in every row (left aligned)
             if valid.shape[1] > 1 and bool((valid[:, 1:] & ~valid[:, :-1]).any()):
                 return False

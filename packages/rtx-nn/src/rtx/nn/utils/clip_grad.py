@@ -10,7 +10,7 @@ import warnings
 import numpy as np
 
 import rtx
-from rtx.extend import Tensor
+from rtx.extend import Tensor, raw, wrap
 from rtx.runtime.devices import array_module
 
 __all__ = ["clip_grad_norm", "clip_grad_norm_", "clip_grad_value_", "clip_grads_with_norm_", "get_total_norm"]
@@ -57,16 +57,16 @@ def get_total_norm(tensors, norm_type=2.0, error_if_nonfinite=False, foreach=Non
     norm_type = float(norm_type)
     if not tensors:
         return rtx.tensor(0.0)
-    if all(type(t._data) is np.ndarray for t in tensors):
+    if all(type(raw(t)) is np.ndarray for t in tensors):
         # All on the CPU: the per-tensor norms stacked as arrays (the same values as the Tensor path
         # below, without two rtx ops per tensor: this runs after every optimizer step of PPO/A2C).
-        stacked = np.stack([_vector_norm(t._data, norm_type) for t in tensors])
-        total = Tensor._make(_vector_norm(stacked, norm_type))
+        stacked = np.stack([_vector_norm(raw(t), norm_type) for t in tensors])
+        total = wrap(_vector_norm(stacked, norm_type))
     else:
         first = tensors[0].device
-        norms = [Tensor._make(_vector_norm(t._data, norm_type)).to(first) for t in tensors]
+        norms = [wrap(_vector_norm(raw(t), norm_type)).to(first) for t in tensors]
         stacked = rtx.stack(norms) if len(norms) > 1 else norms[0].reshape(1)
-        total = Tensor._make(_vector_norm(stacked._data, norm_type))
+        total = wrap(_vector_norm(raw(stacked), norm_type))
     if error_if_nonfinite and not bool(np.isfinite(total.item())):
         raise RuntimeError(f"The total norm of order {norm_type} for gradients from `parameters` is non-finite, so it "
                            "cannot be clipped. To disable this error and scale the gradients by the non-finite norm "

@@ -15,7 +15,7 @@ from typing import NamedTuple
 import numpy as np
 
 import rtx
-from rtx.extend import Primitive, Tensor
+from rtx.extend import Primitive, Tensor, raw, wrap
 from rtx.runtime import array_module
 
 __all__ = ["PackedSequence", "pack_padded_sequence", "pad_packed_sequence", "pad_sequence", "pack_sequence",
@@ -32,10 +32,10 @@ class _PackedSequenceBase(NamedTuple):
 def invert_permutation(permutation):
     if permutation is None:
         return None
-    a = permutation._data
+    a = raw(permutation)
     out = array_module(a).empty_like(a)
     out[a] = array_module(a).arange(a.shape[0], dtype=a.dtype)
-    return Tensor._make(out)
+    return wrap(out)
 
 
 class PackedSequence(_PackedSequenceBase):
@@ -105,7 +105,7 @@ class PadPacked(Primitive):
 
     @staticmethod
     def forward(ctx, data, *, index, rows, fill):
-        a = data._data
+        a = raw(data)
         xp = array_module(a)
         ctx.index = index
         out = xp.full((rows,) + a.shape[1:], fill, dtype=a.dtype)
@@ -114,15 +114,15 @@ class PadPacked(Primitive):
 
     @staticmethod
     def backward(ctx, grad):
-        return grad[Tensor._make(ctx.index)]
+        return grad[wrap(ctx.index)]
 
 
 def _scatter(data, index, rows, fill):
-    return PadPacked.apply(data, index=array_module(data._data).asarray(index), rows=rows, fill=fill)
+    return PadPacked.apply(data, index=array_module(raw(data)).asarray(index), rows=rows, fill=fill)
 
 
 def _gather(flat, index):
-    return flat[Tensor._make(array_module(flat._data).asarray(index))]
+    return flat[wrap(array_module(raw(flat)).asarray(index))]
 
 
 def _flat_index(batch_sizes, order, total, batch_first):
@@ -193,8 +193,8 @@ def pack_padded_sequence(input, lengths, batch_first=False, enforce_sorted=True)
     data = _gather(input.reshape(total * n, *input.shape[2:]), idx)
     sorted_indices = None
     if sorted_np is not None:
-        sorted_indices = Tensor._make(array_module(input._data).asarray(sorted_np.astype(np.int64)))
-    return PackedSequence(data, Tensor._make(batch_sizes), sorted_indices, None)
+        sorted_indices = wrap(array_module(raw(input)).asarray(sorted_np.astype(np.int64)))
+    return PackedSequence(data, wrap(batch_sizes), sorted_indices, None)
 
 
 def pad_packed_sequence(sequence, batch_first=False, padding_value=0.0, total_length=None):
@@ -217,7 +217,7 @@ def pad_packed_sequence(sequence, batch_first=False, padding_value=0.0, total_le
     padded = flat.reshape(*((n, max_len) if batch_first else (max_len, n)), *data.shape[1:])
     lengths = np.empty(n, np.int64)
     lengths[order] = (batch_sizes[None, :] > np.arange(n)[:, None]).sum(1)
-    return padded, Tensor._make(lengths)
+    return padded, wrap(lengths)
 
 
 def pad_sequence(sequences, batch_first=False, padding_value=0.0, padding_side="right"):
