@@ -21,7 +21,7 @@ import math
 import numpy as np
 
 import rtx
-from rtx.extend import Primitive, Tensor
+from rtx.extend import Primitive, raw, wrap
 from rtx.runtime.random import generator_for
 
 # Bernoulli numbers B_2, B_4, ..., B_14 for the Euler-Maclaurin tail of the Hurwitz zeta function.
@@ -59,7 +59,7 @@ class Polygamma(Primitive):
     def forward(ctx, x, *, n):
         ctx.save_for_backward(x)
         ctx.n = n
-        return _polygamma_array(n, x._data).astype(x._data.dtype, copy=False)
+        return _polygamma_array(n, raw(x)).astype(raw(x).dtype, copy=False)
 
     @staticmethod
     def backward(ctx, g):
@@ -73,7 +73,7 @@ class Digamma(Primitive):
     def forward(ctx, x):
         ctx.save_for_backward(x)
         with rtx.no_grad():
-            return rtx.digamma(x.detach())._data
+            return raw(rtx.digamma(x.detach()))
 
     @staticmethod
     def backward(ctx, g):
@@ -104,7 +104,7 @@ class _Lgamma(Primitive):
     def forward(ctx, x):
         ctx.save_for_backward(x)
         with rtx.no_grad():
-            return rtx.lgamma(x.detach())._data
+            return raw(rtx.lgamma(x.detach()))
 
     @staticmethod
     def backward(ctx, g):
@@ -156,7 +156,7 @@ class StandardGamma(Primitive):
 
     @staticmethod
     def forward(ctx, alpha):
-        a = alpha._data
+        a = raw(alpha)
         gen = generator_for(alpha.device).np
         x = gen.standard_gamma(a.astype(np.float64))
         x = np.maximum(x, np.finfo(a.dtype).tiny) if isinstance(x, np.ndarray) else \
@@ -170,7 +170,7 @@ class StandardGamma(Primitive):
     def backward(ctx, g):
         (alpha,) = ctx.saved_tensors
         a64 = alpha.detach().to(rtx.float64)
-        x64 = Tensor._make(ctx.sample).to(rtx.float64)
+        x64 = wrap(ctx.sample).to(rtx.float64)
         return (g * _gamma_grad(a64, x64).to(g.dtype),)
 
 
@@ -180,13 +180,13 @@ def standard_gamma(alpha):
 
 def poisson(rate):
     """Poisson(rate) counts in rate's dtype, from the rate's device generator."""
-    r = rate.detach()._data
+    r = raw(rate.detach())
     gen = generator_for(rate.device).np
-    return Tensor._make(gen.poisson(r.astype(np.float64)).astype(r.dtype))
+    return wrap(gen.poisson(r.astype(np.float64)).astype(r.dtype))
 
 
 def binomial(count, probs):
-    c, p = count.detach()._data, probs.detach()._data
+    c, p = raw(count.detach()), raw(probs.detach())
     gen = generator_for(probs.device).np
     out = gen.binomial(c.astype(np.int64), p.astype(np.float64).clip(0.0, 1.0))
-    return Tensor._make(out.astype(p.dtype))
+    return wrap(out.astype(p.dtype))

@@ -16,7 +16,7 @@ from enum import Enum
 
 import numpy as np
 
-from rtx.extend import Tensor
+from rtx.extend import Tensor, raw
 from rtx.runtime.dtypes import float16
 
 __all__ = ["GradScaler", "OptState"]
@@ -95,7 +95,7 @@ class GradScaler:
                     continue
                 if not allow_fp16 and g.dtype == float16:
                     raise ValueError("Attempting to unscale FP16 gradients.")
-                a = g._data
+                a = raw(g)
                 if inv_scale != 1.0:
                     a *= inv_scale
                     g._vc[0] += 1

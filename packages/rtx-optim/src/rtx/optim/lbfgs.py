@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 
 from rtx.autograd.grad_mode import enable_grad, no_grad
-from rtx.extend import Tensor
+from rtx.extend import Tensor, raw, wrap
 from rtx.optim.optimizer import Optimizer, _bump, _lr
 from rtx.runtime import array_module
 
@@ -137,25 +137,25 @@ class LBFGS(Optimizer):
         return self._numel_cache
 
     def _gather_flat_grad(self):
-        xp = array_module(self._params[0]._data)
-        return xp.concatenate([xp.zeros(p._data.size, p._data.dtype) if p.grad is None else p.grad._data.ravel()
+        xp = array_module(raw(self._params[0]))
+        return xp.concatenate([xp.zeros(raw(p).size, raw(p).dtype) if p.grad is None else raw(p.grad).ravel()
                                for p in self._params])
 
     def _add_grad(self, step_size, update):
         offset = 0
         for p in self._params:
-            n = p._data.size
-            p._data += step_size * update[offset:offset + n].reshape(p._data.shape)
+            n = raw(p).size
+            p._data += step_size * update[offset:offset + n].reshape(raw(p).shape)
             _bump(p)
             offset += n
         assert offset == self._numel()
 
     def _clone_param(self):
-        return [p._data.copy() for p in self._params]
+        return [raw(p).copy() for p in self._params]
 
     def _set_param(self, params_data):
         for p, data in zip(self._params, params_data):
-            p._data[...] = data
+            raw(p)[...] = data
             _bump(p)
 
     def _directional_evaluate(self, closure, x, t, d):
@@ -193,7 +193,7 @@ class LBFGS(Optimizer):
             return orig_loss
 
         def arr(v):
-            return v._data if isinstance(v, Tensor) else v
+            return raw(v) if isinstance(v, Tensor) else v
         d, t = arr(state.get("d")), state.get("t")
         old_dirs = [arr(v) for v in state.get("old_dirs") or []]
         old_stps = [arr(v) for v in state.get("old_stps") or []]
@@ -275,12 +275,12 @@ class LBFGS(Optimizer):
             if abs(loss - prev_loss) < tolerance_change:
                 break
 
-        state["d"] = Tensor._make(d)
+        state["d"] = wrap(d)
         state["t"] = t
-        state["old_dirs"] = [Tensor._make(v) for v in old_dirs]
-        state["old_stps"] = [Tensor._make(v) for v in old_stps]
+        state["old_dirs"] = [wrap(v) for v in old_dirs]
+        state["old_stps"] = [wrap(v) for v in old_stps]
         state["ro"] = ro
         state["H_diag"] = H_diag
-        state["prev_flat_grad"] = Tensor._make(prev_flat_grad)
+        state["prev_flat_grad"] = wrap(prev_flat_grad)
         state["prev_loss"] = prev_loss
         return orig_loss

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from rtx.extend import raw
 from rtx.optim.adam import _check_adam_args
 from rtx.optim.optimizer import (
     Optimizer,
@@ -78,7 +79,7 @@ def nadam(params, grads, exp_avgs, exp_avg_sqs, mu_products, state_steps, decoup
         mu_next = beta1 * (1.0 - 0.5 * 0.96 ** ((step + 1) * momentum_decay))
         mu_product._data *= mu
         _bump(mu_product)
-        prod = float(mu_product._data)
+        prod = float(raw(mu_product))
         tmp = np.empty_like(m)
         _lerp_(m, g, 1 - beta1, tmp)
         v *= beta2

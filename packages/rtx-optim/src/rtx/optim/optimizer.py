@@ -17,7 +17,7 @@ from typing import Any, Callable
 import numpy as np
 
 from rtx.autograd.grad_mode import enable_grad, no_grad
-from rtx.extend import Tensor
+from rtx.extend import Tensor, raw, wrap
 from rtx.runtime.dtypes import float32 as _float32
 
 __all__ = ["Optimizer", "register_optimizer_step_pre_hook", "register_optimizer_step_post_hook", "required"]
@@ -257,7 +257,7 @@ class Optimizer:
                         g.detach_()
                     else:
                         g.requires_grad = False
-                    g._data.fill(0)
+                    raw(g).fill(0)
                     g._vc[0] += 1
 
     def step(self, closure: Callable[[], Any] | None = None):
@@ -436,32 +436,32 @@ def _copy_to(value: Tensor, dtype, like: Tensor | None) -> Tensor:
         out = out.to(like.device)
     if dtype is not None:
         out = out.to(dtype)
-    data = out._data
-    return Tensor._make(data.copy() if data is value._data else data)
+    data = raw(out)
+    return wrap(data.copy() if data is raw(value) else data)
 
 
 # ---- helpers shared by the optimizers ---------------------------------------------------
 
 def _zeros_like(p: Tensor) -> Tensor:
     from rtx.runtime import array_module
-    return Tensor._make(array_module(p._data).zeros_like(p._data))
+    return wrap(array_module(raw(p)).zeros_like(raw(p)))
 
 
 def _full_like(p: Tensor, value) -> Tensor:
     from rtx.runtime import array_module
-    return Tensor._make(array_module(p._data).full_like(p._data, value))
+    return wrap(array_module(raw(p)).full_like(raw(p), value))
 
 
 def _scalar_state(value: float = 0.0) -> Tensor:
     """A CPU float32 scalar, as PyTorch keeps 'step' (and NAdam's 'mu_product')."""
-    return Tensor._make(np.array(value, dtype=np.float32))
+    return wrap(np.array(value, dtype=np.float32))
 
 
 def _advance(step_t: Tensor) -> float:
     """step += 1 on the state's scalar tensor; returns the new value as a Python float."""
     step_t._data += 1
     step_t._vc[0] += 1
-    return float(step_t._data)
+    return float(raw(step_t))
 
 
 def _as_step_tensor(state: dict, key: str = "step") -> Tensor:
@@ -523,5 +523,5 @@ def _no_differentiable(differentiable):
 def _a(t: Tensor):
     """t's array, with a 0-d one viewed as 1-d: NumPy ufuncs return scalars, not arrays, for 0-d
     inputs, and `out=` needs arrays (so does rtx.kernel's CPU path)."""
-    d = t._data
+    d = raw(t)
     return d.reshape(1) if d.ndim == 0 else d

@@ -55,12 +55,13 @@ class Linear(Primitive):
     def forward(ctx, x, w, b):
         ctx.save_for_backward(x, w)
         ctx.has_bias = b is not None
-        with one_blas_thread(x._data, x._data.size * w._data.shape[0]):  # small GEMMs: see there
-            out = x._data @ w._data.T
+        xd = raw(x)
+        with one_blas_thread(xd, xd.size * raw(w).shape[0]):  # small GEMMs: see there
+            out = xd @ raw(w).T
         if b is not None:
-            out += b._data
+            out += raw(b)
         # ml_dtypes computes bfloat16 @ bfloat16 in float32 and returns that; PyTorch keeps bfloat16
-        return out if out.dtype == x._data.dtype else out.astype(x._data.dtype)
+        return out if out.dtype == xd.dtype else out.astype(xd.dtype)
 
     @staticmethod
     def backward(ctx, grad):
@@ -79,7 +80,7 @@ class Linear(Primitive):
             return gx, gw, (wrap(g2.sum(0)) if need_b else None)
         out_f = w.shape[0]
         g2 = grad.reshape(-1, out_f) if grad.ndim != 2 else grad
-        with one_blas_thread(x._data, x._data.size * out_f):
+        with one_blas_thread(xd, xd.size * out_f):
             gx = grad @ w if need_x else None
             gw = g2.mT @ x.reshape(-1, x.shape[-1]) if need_w else None
         gb = g2.sum(0) if need_b else None
