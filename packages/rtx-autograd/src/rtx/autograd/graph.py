@@ -311,8 +311,9 @@ def _accumulate(acc, grad, create_graph, assigned):
     if var.grad is None:
         # The same gradient object may reach two leaves (a + b): each leaf gets its own copy,
         # so an in-place update of one .grad never changes another. A gradient computed without
-        # a graph is stored as it is: it is already detached.
-        if id(gd) in assigned or gd.base is not None or not gd.flags.writeable:
+        # a graph is stored as it is: it is already detached. (CuPy's flags have no `writeable`:
+        # its arrays always are.)
+        if id(gd) in assigned or gd.base is not None or not getattr(gd.flags, "writeable", True):
             grad = grad.clone() if create_graph else grad.detach().clone()
         assigned.add(id(grad._data))
         var.grad = grad
