@@ -116,6 +116,44 @@ def test_sdpa_plain():
     assert_close(out, np_sdpa(q, k, v))
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape", [(5, 8, 64, 8, 64), (40, 1, 64, 16, 64), (3, 3, 7, 5, 6), (1, 0, 4, 3, 4)])
+def test_sdpa_without_graph_on_arrays_equals_the_graph_path(shape, dtype):
+    """With no gradient to record, the math backend computes on the arrays a chunk of heads at a
+    time (several chunks here), heads viewed strided out of (N, L, H*E) projections as models
+    make them; the graph path (requires_grad) and a float64 reference give the same values."""
+    N, H, L, E, S = shape
+    g = np.random.default_rng(7)
+    heads = [g.standard_normal((N, n, H * E)).astype(dtype) * 2 for n in (L, S, S)]
+    def views(requires_grad):
+        return [T(a, requires_grad=requires_grad).reshape(N, a.shape[1], H, E).transpose(1, 2) for a in heads]
+    q, k, v = views(False)
+    assert impl._numpy_path_ok(q, k, v, None, 0.0, False)
+    out = F.scaled_dot_product_attention(q, k, v)
+    graph = F.scaled_dot_product_attention(*views(True))
+    assert graph.grad_fn is not None and out.grad_fn is None and out.dtype == graph.dtype
+    ref = np_sdpa(*(np.asarray(t.detach().numpy(), np.float64) for t in (q, k, v)))
+    tol = dict(rtol=2e-5, atol=2e-6) if dtype == np.float32 else dict(rtol=1e-12, atol=1e-13)
+    assert_close(out, ref, **tol)
+    assert_close(out, graph.detach(), **tol)
+    with rtx.no_grad():  # leaves that require grad, under no_grad: no graph either
+        assert impl._numpy_path_ok(*views(True), None, 0.0, False)
+
+
+def test_sdpa_array_path_2d_wide_scores_and_when_it_is_not_taken():
+    q, k, v = r(6, 4), r(9, 4), r(9, 3)
+    assert_close(F.scaled_dot_product_attention(T(q), T(k), T(v)), np_sdpa(q, k, v), rtol=1e-12, atol=1e-13)
+    big = r(2, 3, 5, 4) * 40  # score rows spread far beyond the shared-shift limit: row maxima
+    assert_close(F.scaled_dot_product_attention(T(big), T(big), T(big)), np_sdpa(big, big, big),
+                 rtol=1e-10, atol=1e-12)
+    t = T(r(2, 2, 3, 4))
+    mask = T(np.ones((3, 3), bool))
+    for args in ((mask, 0.0, False), (None, 0.5, False), (None, 0.0, True)):
+        assert not impl._numpy_path_ok(t, t, t, *args)
+    assert not impl._numpy_path_ok(T(r(2, 3, 4), requires_grad=True), t[0], t[0], None, 0.0, False)
+    assert not impl._numpy_path_ok(t.half(), t.half(), t.half(), None, 0.0, False)
+
+
 def test_sdpa_3d_and_scale():
     q, k, v = r(3, 5, 4), r(3, 6, 4), r(3, 6, 2)
     assert_close(F.scaled_dot_product_attention(T(q), T(k), T(v), scale=0.3), np_sdpa(q, k, v, scale=0.3))

@@ -89,6 +89,19 @@ def _softmax_rows_into(y, x, ones):
     y *= np.reciprocal(s, out=s)[:, None]
 
 
+def exp_rows_(x):
+    """softmax without its last division, in place on a C-contiguous float32/float64 NumPy array:
+    x becomes exp(x - shift) per row of the last axis (shift as softmax's CPU path) and the row
+    sums are returned, shaped x.shape[:-1]. For callers that divide a smaller array later
+    (attention divides (L, Ev) outputs, not (L, S) weights)."""
+    x2 = x.reshape(-1, x.shape[-1])
+    if not x2.shape[0]:
+        return np.zeros(x.shape[:-1], x.dtype)
+    _shift_rows_into(x2, x2)
+    np.exp(x2, out=x2)
+    return _row_sums(x2, _ones_for(x2)).reshape(x.shape[:-1])
+
+
 def _ones_for(x2):
     """A vector of ones to sum rows by BLAS, or None where BLAS does not take the dtype."""
     return np.ones(x2.shape[1], x2.dtype) if x2.dtype in _BLAS_FLOATS and x2.shape[0] else None
