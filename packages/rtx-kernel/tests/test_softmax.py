@@ -64,3 +64,10 @@ def test_cpu_rows_with_nan_or_inf_stay_as_the_reference():
         np.testing.assert_allclose(K.softmax.cpu(x), K.softmax.reference(x), rtol=1e-6)
     x16 = x[:2].astype(np.float16)  # no BLAS for float16: the row-wise passes
     np.testing.assert_allclose(K.softmax.cpu(x16), K.softmax.reference(x16), rtol=2e-3)
+
+
+def test_empty_axis_gives_empty_results():
+    for x in (np.zeros((3, 0), np.float32), np.zeros((0, 4)), np.zeros((2, 0, 5))):
+        for axis in (-1, 0):
+            assert K.softmax(x, axis).shape == x.shape and K.log_softmax(x, axis).shape == x.shape
+            assert K.softmax_backward(x, x, axis).shape == x.shape

@@ -154,6 +154,15 @@ def test_sdpa_array_path_2d_wide_scores_and_when_it_is_not_taken():
     assert not impl._numpy_path_ok(t.half(), t.half(), t.half(), None, 0.0, False)
 
 
+def test_sdpa_without_keys_gives_zeros_as_torch():
+    q = T(r(2, 3, 4, 5), requires_grad=True)
+    k, v = T(r(2, 3, 0, 5)), T(r(2, 3, 0, 6))
+    with rtx.no_grad():
+        assert_close(F.scaled_dot_product_attention(q, k, v), np.zeros((2, 3, 4, 6)))
+    F.scaled_dot_product_attention(q, k, v).sum().backward()
+    assert_close(q.grad, np.zeros((2, 3, 4, 5)))
+
+
 def test_sdpa_3d_and_scale():
     q, k, v = r(3, 5, 4), r(3, 6, 4), r(3, 6, 2)
     assert_close(F.scaled_dot_product_attention(T(q), T(k), T(v), scale=0.3), np_sdpa(q, k, v, scale=0.3))

@@ -13,6 +13,8 @@ CuPy array ops (the reference, which is written for either module) otherwise.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from rtx.kernel._blocks import row_blocks
@@ -54,7 +56,7 @@ def _rows_of(x, axis):
     """x as (rows, n) over the last axis, or None for another axis."""
     if axis not in (-1, x.ndim - 1) or x.ndim == 0:
         return None
-    return x.reshape(-1, x.shape[-1])
+    return x.reshape(math.prod(x.shape[:-1]), x.shape[-1])  # not -1: rows of length 0 exist
 
 
 def _softmax_into(y, x, axis):
@@ -94,8 +96,8 @@ def exp_rows_(x):
     x becomes exp(x - shift) per row of the last axis (shift as softmax's CPU path) and the row
     sums are returned, shaped x.shape[:-1]. For callers that divide a smaller array later
     (attention divides (L, Ev) outputs, not (L, S) weights)."""
-    x2 = x.reshape(-1, x.shape[-1])
-    if not x2.shape[0]:
+    x2 = _rows_of(x, -1)
+    if not x2.size:
         return np.zeros(x.shape[:-1], x.dtype)
     _shift_rows_into(x2, x2)
     np.exp(x2, out=x2)
@@ -104,10 +106,12 @@ def exp_rows_(x):
 
 def _ones_for(x2):
     """A vector of ones to sum rows by BLAS, or None where BLAS does not take the dtype."""
-    return np.ones(x2.shape[1], x2.dtype) if x2.dtype in _BLAS_FLOATS and x2.shape[0] else None
+    return np.ones(x2.shape[1], x2.dtype) if x2.dtype in _BLAS_FLOATS and x2.size else None
 
 
 def _softmax_cpu(x, axis=-1):
+    if not x.size:  # nothing to normalise (a max over an empty axis would raise)
+        return np.empty_like(x)
     x2 = _rows_of(x, axis)
     if x2 is None:
         y = np.empty_like(x)
@@ -130,6 +134,8 @@ def _log_softmax_into(y, x, axis):
 
 
 def _log_softmax_cpu(x, axis=-1):
+    if not x.size:  # nothing to normalise (a max over an empty axis would raise)
+        return np.empty_like(x)
     x2 = _rows_of(x, axis)
     if x2 is None:
         y = np.empty_like(x)
@@ -157,6 +163,8 @@ def _log_softmax_backward_into(dx, y, g, axis, ones=None):
 
 def _backward_cpu(into):
     def run(y, grad_y, axis=-1):
+        if not y.size or not grad_y.size:
+            return np.empty(np.broadcast_shapes(y.shape, grad_y.shape), np.result_type(y, grad_y))
         y2 = _rows_of(y, axis)
         if y2 is None or grad_y.shape != y.shape:
             dx = np.empty(np.broadcast_shapes(y.shape, grad_y.shape), np.result_type(y, grad_y))

@@ -263,10 +263,10 @@ _CHUNK_SCORES = 1 << 16
 
 def _numpy_path_ok(query, key, value, attn_mask, dropout_p, is_causal):
     """Whether the math backend may compute on the arrays: no graph to record (no gradient
-    needed, no tracer listening), no mask or dropout, float32/float64, equal batch dims."""
+    needed, no tracer listening), no mask or dropout, float32/float64, equal batch dims, keys."""
     return (attn_mask is None and not is_causal and dropout_p == 0.0 and current_hook() is None
             and not (is_grad_enabled() and (query.requires_grad or key.requires_grad or value.requires_grad))
-            and raw(query).dtype in _BLAS_FLOATS
+            and raw(query).dtype in _BLAS_FLOATS and key.shape[-2] > 0
             and tuple(query.shape[:-2]) == tuple(key.shape[:-2]) == tuple(value.shape[:-2]))
 
 
