@@ -133,7 +133,7 @@ def test_killed_workers_trial_is_failed_and_retried(tmp_path):
     assert states[0] == TrialState.FAIL                        # A's trial: failed, not lost, not left running
     done = [t for t in study.trials if t.state == TrialState.COMPLETE]
     assert len(done) == 3
-    retried = [t for t in done if optuna.storages.RetryFailedTrialCallback.retried_trial_number(t) == 0]
+    retried = [t for t in done if optuna.storages.RetryHeartbeatStaleTrialCallback.retried_trial_number(t) == 0]
     assert len(retried) == 1 and retried[0].params == study.trials[0].params
 
 
@@ -153,5 +153,6 @@ def test_trial_of_a_worker_killed_before_its_first_heartbeat_is_failed_and_retri
     assert study.trials[orphan.number].state == TrialState.FAIL      # failed, not left RUNNING
     done = [t for t in study.trials if t.state == TrialState.COMPLETE]
     assert len(done) == 3
-    retried = [t for t in done if optuna.storages.RetryFailedTrialCallback.retried_trial_number(t) == orphan.number]
+    retry = optuna.storages.RetryHeartbeatStaleTrialCallback
+    retried = [t for t in done if retry.retried_trial_number(t) == orphan.number]
     assert len(retried) == 1 and retried[0].params == study.trials[orphan.number].params

@@ -127,13 +127,15 @@ def make_storage(storage, retries=0, heartbeat_interval=2, grace_period=6):
     import warnings
 
     import sqlalchemy.exc
-    callback = optuna.storages.RetryFailedTrialCallback(max_retry=retries) if retries else None
+    with warnings.catch_warnings():   # "experimental" since Optuna 2.8; RetryFailedTrialCallback is deprecated
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        callback = optuna.storages.RetryHeartbeatStaleTrialCallback(max_retry=retries) if retries else None
     for attempt in range(6):
         try:
             with warnings.catch_warnings():   # heartbeats are "experimental" in Optuna 5: we rely on them
                 warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
                 return _HeartbeatStorage(storage, heartbeat_interval=heartbeat_interval,
-                                         grace_period=grace_period, failed_trial_callback=callback)
+                                         grace_period=grace_period, heartbeat_stale_trial_callback=callback)
         except sqlalchemy.exc.SQLAlchemyError:
             # workers started together race to create the schema of a new database: the loser
             # sees a unique-constraint or lock error; by the next try the schema exists
