@@ -5,7 +5,9 @@ policy (two 4-64-64 tanh MLPs, Categorical log_prob/entropy, clipped loss, backw
 clip_grad_norm_, Adam), plus its pieces. Each workload is written once against the PyTorch API.
 
     OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 .venv/bin/python tools/bench/overhead.py \\
-        --torch-python /work/torch-venv/bin/python [--base-pythonpath P1:P2:...] [--rounds 5]
+        --torch-python /work/torch-venv/bin/python [--base-pythonpath P1:P2:...] [--rounds 5] [--ops]
+
+--ops times small-tensor calls of the common ops (reshape, sum, indexing, std, ...) instead.
 
 Each library runs in its own long-lived interpreter; the parent asks them in turn, workload by
 workload and round by round (rtx, torch, rtx, torch, ...), so a change of load on the shared
@@ -177,6 +179,50 @@ WORKLOADS = {"a + b (16 floats)": add16, "10-op chain fwd+bwd": chain10, "Linear
              "PPO minibatch update (256)": ppo_update}
 
 
+def _small(lib):
+    lib.manual_seed(0)
+    return lib.randn(16, 16), lib.randn(BATCH, 2), lib.randn(BATCH)
+
+
+# Small-tensor calls of the common ops, no grad needed (what argument parsing costs around the array call).
+def _op(make):
+    def workload(lib):
+        x, p, v = _small(lib)
+        return make(lib, x, p, v)
+    return workload
+
+
+OPS = {
+    "reshape(4, 64)": lambda lib, x, p, v: lambda: x.reshape(4, 64),
+    "view(-1)": lambda lib, x, p, v: lambda: x.view(-1),
+    "sum()": lambda lib, x, p, v: lambda: x.sum(),
+    "sum(dim=1)": lambda lib, x, p, v: lambda: x.sum(dim=1),
+    "mean(1, keepdim=True)": lambda lib, x, p, v: lambda: x.mean(1, keepdim=True),
+    "expand(4, 16, 16)": lambda lib, x, p, v: lambda: x.expand(4, 16, 16),
+    "transpose(0, 1)": lambda lib, x, p, v: lambda: x.transpose(0, 1),
+    "permute(1, 0)": lambda lib, x, p, v: lambda: x.permute(1, 0),
+    "x[0]": lambda lib, x, p, v: lambda: x[0],
+    "x[:, 1]": lambda lib, x, p, v: lambda: x[:, 1],
+    "x[long idx]": lambda lib, x, p, v: (lambda i: lambda: x[i])(lib.tensor([1, 3, 5])),
+    "cat([x, x])": lambda lib, x, p, v: lambda: lib.cat([x, x]),
+    "stack([x, x])": lambda lib, x, p, v: lambda: lib.stack([x, x]),
+    "std() (256)": lambda lib, x, p, v: lambda: v.std(),
+    "var(dim=0)": lambda lib, x, p, v: lambda: x.var(dim=0),
+    "logsumexp(-1) (256x2)": lambda lib, x, p, v: lambda: p.logsumexp(-1),
+    "max(dim=1)": lambda lib, x, p, v: lambda: x.max(dim=1),
+    "argmax(-1)": lambda lib, x, p, v: lambda: x.argmax(-1),
+    "clamp(-1, 1)": lambda lib, x, p, v: lambda: x.clamp(-1.0, 1.0),
+    "where(x > 0, x, 0.)": lambda lib, x, p, v: (lambda m: lambda: lib.where(m, x, 0.0))(x > 0),
+    "x > 0": lambda lib, x, p, v: lambda: x > 0,
+    "x * 2.0": lambda lib, x, p, v: lambda: x * 2.0,
+    "2.0 - x": lambda lib, x, p, v: lambda: 2.0 - x,
+    "x ** 2": lambda lib, x, p, v: lambda: x ** 2,
+    "v.sum().item()": lambda lib, x, p, v: (lambda s: lambda: s.item())(v.sum()),
+    ".to(float64)": lambda lib, x, p, v: lambda: x.to(lib.float64),
+}
+OP_WORKLOADS = {f"op {name}": _op(make) for name, make in OPS.items()}
+
+
 def worker(lib_name):
     """Answer workload names read from stdin with a time per call on stdout."""
     lib = __import__(lib_name)
@@ -192,7 +238,7 @@ def worker(lib_name):
     for line in sys.stdin:
         name = line.strip()
         if name not in fns:
-            fns[name] = WORKLOADS[name](lib)
+            fns[name] = {**WORKLOADS, **OP_WORKLOADS}[name](lib)
         print(json.dumps(best_of(fns[name])), flush=True)
 
 
@@ -203,10 +249,11 @@ def main(argv=None):
     p.add_argument("--base-pythonpath", help="rtx sources to time as 'base' (before/after in one run)")
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--only", action="append", help="run only these workloads")
+    p.add_argument("--ops", action="store_true", help="the small-tensor op calls instead of the PPO workloads")
     args = p.parse_args(argv)
     if args.worker:
         return worker(args.worker)
-    names = [n for n in WORKLOADS if not args.only or n in args.only]
+    names = [n for n in (OP_WORKLOADS if args.ops else WORKLOADS) if not args.only or n in args.only]
     me = os.path.abspath(__file__)
     sides = {"rtx": subprocess.Popen([sys.executable, me, "--worker", "rtx"], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, text=True)}

@@ -9,19 +9,44 @@ from __future__ import annotations
 
 import numpy as np
 
-from rtx._tensor.function import Primitive, _share
+from rtx._tensor.function import Primitive, _active, _share
 from rtx._tensor.ops._util import check_same_device, dims, sum_to, wrap_dim
 from rtx._tensor.tensor import Tensor
+from rtx.autograd.grad_mode import _state
 from rtx.runtime.devices import array_module
+
+_make = Tensor._make
 
 
 def _shape_arg(shape):
     if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
-        shape = tuple(shape[0])
-    return tuple(int(s) for s in shape)
+        shape = shape[0]
+    for s in shape:
+        if type(s) is not int:  # sizes given as NumPy ints or 0-d tensors (rare): convert them all
+            return tuple(int(s) for s in shape)
+    return tuple(shape)
 
 
 def _infer(shape, numel, op):
+    """shape with its -1 filled in, checked against numel (PyTorch's errors)."""
+    # The common forms first (every size given, or one -1), in one pass and no allocation.
+    known, free = 1, 0
+    for s in shape:
+        if s >= 0:
+            known *= s
+        elif s == -1:
+            free += 1
+        else:
+            free = 2  # an invalid size: the general path below says which
+            break
+    if free == 0 and known == numel:
+        return shape
+    if free == 1 and known and numel % known == 0:
+        return tuple(numel // known if s == -1 else s for s in shape)
+    return _infer_checked(shape, numel, op)
+
+
+def _infer_checked(shape, numel, op):
     shape = list(shape)
     neg = [i for i, s in enumerate(shape) if s == -1]
     if len(neg) > 1:
@@ -76,7 +101,8 @@ class Reshape(Primitive):
     def forward(ctx, a, *, shape):
         ctx.in_shape = a._data.shape
         arr = a._data
-        if _view_strides(arr.shape, arr.strides, shape) is not None:
+        # A C-contiguous array always reshapes to a view; only other layouts need the stride walk.
+        if arr.flags.c_contiguous or _view_strides(arr.shape, arr.strides, shape) is not None:
             return arr.reshape(shape)
         # A copy, made into a fresh array (NumPy's copying reshape returns an array with a .base,
         # which would wrongly make the result share the input's version counter).
@@ -100,7 +126,8 @@ def view(input, *shape):
         from rtx._tensor.ops.creation import _as_np_dtype
         return view_dtype(input, _as_np_dtype(shape[0]))
     shape = _infer(_shape_arg(shape), input._data.size, "view")
-    if _view_strides(input._data.shape, input._data.strides, shape) is None:
+    arr = input._data
+    if not arr.flags.c_contiguous and _view_strides(arr.shape, arr.strides, shape) is None:
         raise RuntimeError("view size is not compatible with input tensor's size and stride (at least one "
                            "dimension spans across two contiguous subspaces). Use .reshape(...) instead. "
                            f"(input shape {list(input.shape)}, stride {list(input.stride())}, requested "
@@ -762,13 +789,19 @@ def _joinable(tensors, op):
     tensors = _tensor_list(tensors, op)
     if not tensors:
         raise RuntimeError(f"{op}(): expected a non-empty list of Tensors")
+    first = tensors[0]
+    if type(first) is not Tensor:
+        raise TypeError(f"{op}(): expected a sequence of Tensors, but element 0 is {type(first).__name__}")
+    kind, dtype, mixed = type(first._data), first._data.dtype, False
     for i, t in enumerate(tensors):
         if type(t) is not Tensor:
             raise TypeError(f"{op}(): expected a sequence of Tensors, but element {i} is {type(t).__name__}")
-    first = tensors[0]
-    for t in tensors[1:]:
-        check_same_device(first, t, op)
-    if len({t._data.dtype for t in tensors}) > 1:
+        d = t._data
+        if type(d) is not kind or kind is not np.ndarray:  # NumPy arrays all live on the one CPU
+            check_same_device(first, t, op)
+        if d.dtype != dtype:
+            mixed = True
+    if mixed:
         from rtx._tensor.ops._util import cast
         from rtx.runtime.dtypes import result_type_of
         target = result_type_of([t.dtype for t in tensors], (), ()).np
@@ -779,7 +812,8 @@ def _joinable(tensors, op):
 def cat(tensors, dim=0, *, out=None):
     tensors = _joinable(tensors, "cat")
     # PyTorch skips 1-D empty tensors in cat (legacy behaviour many codes rely on)
-    tensors = [t for t in tensors if not (t._data.ndim == 1 and t._data.shape[0] == 0)] or tensors[:1]
+    if any(t._data.shape == (0,) for t in tensors):
+        tensors = [t for t in tensors if t._data.shape != (0,)] or tensors[:1]
     nd = tensors[0]._data.ndim
     if nd == 0:
         raise RuntimeError("zero-dimensional tensor (at position 0) cannot be concatenated")
@@ -787,6 +821,8 @@ def cat(tensors, dim=0, *, out=None):
     ref = tensors[0]._data.shape
     for i, t in enumerate(tensors):
         s = t._data.shape
+        if s == ref:
+            continue
         if len(s) != nd:
             raise RuntimeError(f"Tensors must have same number of dimensions: got {nd} and {len(s)}")
         if any(a != b for j, (a, b) in enumerate(zip(s, ref)) if j != axis):
@@ -812,6 +848,11 @@ def stack(tensors, dim=0, *, out=None):
     nd = len(ref) + 1
     if not -nd <= dim < nd:
         raise IndexError(f"Dimension out of range (expected to be in range of [{-nd}, {nd - 1}], but got {dim})")
+    if out is None and not _active[0] and not (_state.enabled and any(t.requires_grad for t in tensors)):
+        # No graph and no recording hook: one concatenate of reshaped arrays, no per-tensor ops.
+        d = dim + nd if dim < 0 else dim
+        new = ref[:d] + (1,) + ref[d:]
+        return _make(array_module(tensors[0]._data).concatenate([t._data.reshape(new) for t in tensors], axis=d))
     return cat([unsqueeze(t, dim) for t in tensors], dim, out=out)
 
 
