@@ -2,7 +2,8 @@
 """Diffusion benchmark (issue 16: rtx-diffuse): the same UNet2DModel and loops in rtx.diffuse and in
 diffusers on torch CPU, side by side.
 
-    .venv/bin/python tools/bench/diffuse.py [--repeat 5] [--rounds 3] [--diffusers-python /work/venvs/diffusers/bin/python]
+    .venv/bin/python tools/bench/diffuse.py [--repeat 5] [--rounds 3] \
+        [--diffusers-python /work/venvs/diffusers/bin/python]
     OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 .venv/bin/python tools/bench/diffuse.py --digits-steps 50
 
 --conv-layers times the UNet's 3x3 convolution layers (forward, input gradient, weight gradient; CPU ms, best of 3)
@@ -101,7 +102,8 @@ def _best(a, b):
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--repeat", type=int, default=5)
-    p.add_argument("--rounds", type=int, default=1, help="alternate rtx and diffusers runs this many times; best of all")
+    p.add_argument("--rounds", type=int, default=1,
+                   help="alternate rtx and diffusers runs this many times; best of all")
     p.add_argument("--diffusers-python", default=os.environ.get("RTX_BENCH_DIFFUSERS_PYTHON"))
     p.add_argument("--digits-steps", type=int, default=0)
     p.add_argument("--conv-layers", action="store_true")
@@ -159,8 +161,9 @@ def conv_layers():
         w = rng.standard_normal((cout, cin, 3, 3)).astype(np.float32)
         dy = rng.standard_normal((32, cout, size, size)).astype(np.float32)
         cells = []
-        for fn in (lambda: C._conv_fwd(x, w, None, geom), lambda: C._convT_fwd(dy, w, geom, (size, size)),
-                   lambda: C._convW_fwd(x, dy, geom, (3, 3))):
+        for fn in (lambda x=x, w=w: C._conv_fwd(x, w, None, geom),
+                   lambda dy=dy, w=w, size=size: C._convT_fwd(dy, w, geom, (size, size)),
+                   lambda x=x, dy=dy: C._convW_fwd(x, dy, geom, (3, 3))):
             times = []
             for minimum in (10 ** 9, default):   # the column-matrix path, then the channels-last one
                 C._CL_MIN_CHANNELS = minimum

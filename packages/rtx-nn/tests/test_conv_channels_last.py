@@ -147,7 +147,8 @@ def test_tuning_cache_reaches_this_path(monkeypatch, tmp_path):
         limits, workers = [], []
         real_units, real_run = C._cl_units, C._run_chunks
         monkeypatch.setattr(C, "_cl_units", lambda *a: limits.append(a[0]) or real_units(*a))
-        monkeypatch.setattr(C, "_run_chunks", lambda arr, chunks, n, fn: workers.append(n) or real_run(arr, chunks, n, fn))
+        monkeypatch.setattr(C, "_run_chunks",
+                            lambda arr, chunks, n, fn: workers.append(n) or real_run(arr, chunks, n, fn))
         xt, wt = rtx.tensor(x, requires_grad=True), rtx.tensor(w, requires_grad=True)
         y = F.conv2d(xt, wt, padding=1)
         y.backward(rtx.ones(*y.shape, dtype=rtx.float64))
