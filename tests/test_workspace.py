@@ -215,8 +215,7 @@ def test_private_import_check_catches_one(tmp_path):
 # A Tensor's array and the Tensor-from-array constructor are reached through rtx.extend.raw / wrap,
 # never through the private slot `t._data` or `Tensor._make`: packages copy what the base shows them.
 # Only the foundation that defines Tensor and its autograd uses them directly.
-_PRIVATE_TENSOR_ATTRS_ALLOWED = {"rtx-tensor", "rtx-autograd",
-                                 "rtx-nn", "rtx-optim", "rtx-distributions"}  # the last three: being converted
+_PRIVATE_TENSOR_ATTRS_ALLOWED = {"rtx-tensor", "rtx-autograd"}
 
 
 def _private_tensor_attrs(root):

@@ -59,7 +59,7 @@ class Softmax(Primitive):
     @staticmethod
     def forward(ctx, x, *, safe):
         from rtx import kernel
-        a = x._data
+        a = raw(x)
         with np.errstate(invalid="ignore"):  # an all -inf row: NaN (or zeros when safe), silently
             y = kernel.softmax(a, axis=-1)
         if safe and a.size:
@@ -276,7 +276,7 @@ def _sdpa_numpy(q, k, v, scale):
     instead of the (L, S) weights. Equal to the Tensor spelling below up to float rounding.
     Chunks run along the first axis, so heads viewed out of a (N, L, H*E) projection (strided,
     as every model makes them) go to BLAS as they are, without a copy."""
-    from rtx.kernel._softmax import exp_rows_
+    from rtx.kernel import exp_rows_
     L, S, Ev = q.shape[-2], k.shape[-2], v.shape[-1]
     flat = q.ndim == 2
     if flat:
@@ -353,8 +353,8 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     if _autocast.active:  # on autocast's lower-precision list (a float mask too, a bool one is left)
         query, key, value, attn_mask = _autocast.lower(query, key, value, attn_mask)
     _check_sdpa(query, key, value, attn_mask, dropout_p, is_causal, enable_gqa)
-    if attn_mask is not None and attn_mask.dtype != rtx.bool and attn_mask._data.dtype != query._data.dtype:
-        attn_mask = cast(attn_mask, query._data.dtype)
+    if attn_mask is not None and attn_mask.dtype != rtx.bool and raw(attn_mask).dtype != raw(query).dtype:
+        attn_mask = cast(attn_mask, raw(query).dtype)
     scale = 1.0 / math.sqrt(query.shape[-1]) if scale is None else float(scale)
     gqa = bool(enable_gqa) and (key.shape[-3] != query.shape[-3] or value.shape[-3] != query.shape[-3])
     expanded = []
@@ -386,8 +386,8 @@ def _canonical_mask(mask, mask_name, target_dtype):
     if type(mask) is not Tensor:
         raise TypeError(f"{mask_name} must be a Tensor or None, got {type(mask).__name__}")
     if mask.dtype == rtx.bool:
-        xp = array_module(mask._data)
-        return Tensor._make(xp.where(mask._data, -np.inf, 0.0).astype(target_dtype.np))
+        xp = array_module(raw(mask))
+        return wrap(xp.where(raw(mask), -np.inf, 0.0).astype(target_dtype.np))
     if not mask.is_floating_point():
         raise AssertionError(f"only bool and floating types of {mask_name} are supported")
     return cast(mask, target_dtype.np)
