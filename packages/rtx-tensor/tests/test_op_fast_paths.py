@@ -173,3 +173,68 @@ def test_hook_sees_primitives_of_fast_path_ops():
     var = ["mean", "sub", "mul", "sum", "div", "reshape"]
     assert log.ops == var + ["safe_sqrt"] + var + ["gather", "reshape", "reshape", "reshape", "cat", "logsumexp",
                                                    "reshape", "mean"]
+
+
+@pytest.mark.parametrize("index", [0, -1, slice(1, 3), (1, 2), (slice(None), 1), (slice(None, None, 2), -2),
+                                   (0, slice(1, None), 3)])
+def test_simple_getitem_fast_path_is_a_view(index):
+    plain, graph, a = _pair((4, 5, 6))
+    fast, slow = plain[index], graph[index]
+    np.testing.assert_array_equal(fast.numpy(), a[index])
+    np.testing.assert_array_equal(slow.detach().numpy(), a[index])
+    assert fast.shape == slow.shape and slow.grad_fn is not None
+    fast.add_(1.0)  # a view: the write shows in the base, and both count the version
+    assert plain._version == fast._version == 1
+    np.testing.assert_array_equal(plain.numpy()[index], a[index] + 1)
+
+
+def test_simple_getitem_errors():
+    x = rtx.zeros(3, 4)
+    with pytest.raises(IndexError, match=r"out of bounds for dimension 0 with size 3 \(indexing a tensor of shape"):
+        x[3]
+    with pytest.raises(IndexError, match="too many indices"):
+        x[0, 0, 0]
+    with pytest.raises(ValueError, match="step must be greater than zero"):
+        x[::-1]
+    with pytest.raises(ValueError, match="step must be greater than zero"):
+        x[0, ::-1]
+    assert x[True].shape == (1, 3, 4) and x[None, 1].shape == (1, 4) and x[..., 1].shape == (3,)
+
+
+@pytest.mark.parametrize("op", [lambda t: t.permute(2, 0, 1), lambda t: t.transpose(0, -1), lambda t: t.mT,
+                                lambda t: t.reshape(20, 6), lambda t: t.view(-1, 3)])
+def test_view_fast_paths_share_memory(op):
+    plain, graph, a = _pair((4, 5, 6))
+    fast, slow = op(plain), op(graph)
+    np.testing.assert_array_equal(fast.numpy(), slow.detach().numpy())
+    fast.mul_(2.0)
+    assert plain._version == 1 and fast._base is plain
+    np.testing.assert_array_equal(plain.numpy(), a * 2)
+
+
+@pytest.mark.parametrize("dim", [None, 0, -1, (0, 2), ()])
+@pytest.mark.parametrize("keepdim", [False, True])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_sum_mean_fast_path_matches_graph_path(dim, keepdim, dtype):
+    plain, graph, a = _pair((3, 4, 5), dtype)
+    for fn in (rtx.sum, rtx.mean):
+        fast, slow = fn(plain, dim, keepdim), fn(graph, dim, keepdim)
+        assert fast.dtype == slow.dtype and fast.shape == slow.shape and not fast.requires_grad
+        np.testing.assert_array_equal(fast.numpy(), slow.detach().numpy())
+    assert rtx.mean(rtx.zeros(0, 3), 0).shape == (3,) and np.isnan(rtx.mean(rtx.zeros(0, 3), 0).numpy()).all()
+    with pytest.raises(IndexError, match="Dimension out of range"):
+        rtx.sum(plain, 3)
+
+
+@pytest.mark.parametrize("exponent", [2, 3, 0.5, -1.5, 0, 2.0])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16])
+def test_pow_scalar_fast_path_matches_pow(exponent, dtype):
+    plain, graph, a = _pair((3, 4), dtype)
+    plain, graph = plain.abs() + 0.5, graph.abs() + 0.5
+    fast, slow, ref = plain ** exponent, graph ** exponent, rtx.pow(plain, exponent)
+    assert fast.dtype == slow.dtype == ref.dtype and slow.grad_fn is not None and not fast.requires_grad
+    np.testing.assert_array_equal(fast.numpy(), ref.numpy())
+    np.testing.assert_array_equal(fast.numpy(), slow.detach().numpy())
+    assert (rtx.arange(4) ** 2).dtype == rtx.int64 and (rtx.arange(4) ** 0.5).dtype == rtx.float32
+    with pytest.raises(RuntimeError, match="negative integer powers"):
+        rtx.arange(4) ** -1

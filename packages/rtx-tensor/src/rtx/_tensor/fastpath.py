@@ -59,6 +59,18 @@ def _make_fast(prim, general, ufunc, float_only=False):
     return op, rop
 
 
+def _pow(self, other):
+    """x ** number for a float tensor: what pow() does there (no promotion can apply), minus the
+    argument checks; the number is a 0-d array of x's dtype, as Pow's forward makes it."""
+    d = self._data
+    if (type(other) is float or type(other) is int) and d.dtype.kind == "f" and not (_active[0] and
+                                                                                      _local.hook is not None):
+        if _state.enabled and self.requires_grad:
+            return arith.Pow._apply_with_graph((self, other), _EMPTY)
+        return Tensor._make(arith.Pow.fn(d, arith._number_as(other, d)))
+    return arith.pow(self, other)
+
+
 def install():
     for name, prim, general, ufunc, float_only in (
             ("add", arith.Add, arith.add, np.add, False),
@@ -68,3 +80,4 @@ def install():
         op, rop = _make_fast(prim, general, ufunc, float_only)
         setattr(Tensor, f"__{name}__", op)
         setattr(Tensor, f"__r{name}__", rop)
+    Tensor.__pow__ = _pow

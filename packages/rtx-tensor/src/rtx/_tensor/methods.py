@@ -79,7 +79,7 @@ def _install():
     Tensor._zeros = staticmethod(lambda shape_, dtype, device: creation.zeros(tuple(shape_), dtype=dtype,
                                                                               device=device))
 
-    # ---- operators ---- (+, -, *, / and their reflections: fastpath.install() below)
+    # ---- operators ---- (+, -, *, /, their reflections and **: fastpath.install() below)
     Tensor.__iadd__ = Tensor.add_
     Tensor.__isub__ = Tensor.sub_
     Tensor.__imul__ = Tensor.mul_
@@ -90,7 +90,6 @@ def _install():
     Tensor.__mod__ = lambda self, other: arith.remainder(self, other)
     Tensor.__rmod__ = lambda self, other: arith.remainder(other, self)
     Tensor.__imod__ = Tensor.remainder_
-    Tensor.__pow__ = lambda self, other: arith.pow(self, other)
     Tensor.__rpow__ = lambda self, other: arith.pow(other, self)
     Tensor.__ipow__ = Tensor.pow_
     Tensor.__matmul__ = lambda self, other: matmul.matmul(self, other)

@@ -110,6 +110,8 @@ def sum(input, dim=None, keepdim=False, *, dtype=None):
     """Sum over dim (all by default); integers and bools are summed in int64, as PyTorch."""
     if dtype is None and _autocast.active:  # on CUDA autocast's float32 list (unless dtype= is given)
         (input,) = _autocast.fp32("sum", input)
+    elif dtype is None and input._data.dtype in _PLAIN_FLOATS and _plain(input):
+        return _const(input._data.sum(axis=_axes(dim, input._data.ndim, "sum"), keepdims=keepdim))
     np_dtype = None
     if dtype is not None:
         input = cast(input, _dt.as_dtype(dtype).np)
@@ -136,6 +138,11 @@ class Mean(Primitive):
 
 
 def mean(input, dim=None, keepdim=False, *, dtype=None):
+    d = input._data
+    if dtype is None and d.dtype in _PLAIN_FLOATS and d.size and _plain(input):
+        # Mean.forward's steps (a sum, then a division that keeps the float dtype) without the op
+        axes = _axes(dim, d.ndim, "mean")
+        return _const(d.sum(axis=axes, keepdims=keepdim) / _count(d.shape, axes))
     if dtype is not None:
         input = cast(input, _dt.as_dtype(dtype).np)
     if not _dt.is_float(input._data.dtype):

@@ -18,6 +18,18 @@ from rtx.runtime.devices import array_module
 _make = Tensor._make
 
 
+def _plain(input):
+    """True when no graph is recorded for input and no recording hook follows this thread: a view
+    op may then build its result directly (Primitive.apply's no-graph path, inline)."""
+    return not _active[0] and not (input.requires_grad and _state.enabled)
+
+
+def _view_result(input, arr):
+    out = _make(arr)
+    _share(out, input)
+    return out
+
+
 def _shape_arg(shape):
     if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
         shape = shape[0]
@@ -118,6 +130,8 @@ class Reshape(Primitive):
 def reshape(input, *shape):
     """A view when the memory layout allows it, else a copy (as torch.reshape)."""
     shape = _infer(_shape_arg(shape), input._data.size, "reshape")
+    if input._data.flags.c_contiguous and _plain(input):
+        return _view_result(input, input._data.reshape(shape))
     return Reshape.apply(input, shape=shape)
 
 
@@ -127,7 +141,10 @@ def view(input, *shape):
         return view_dtype(input, _as_np_dtype(shape[0]))
     shape = _infer(_shape_arg(shape), input._data.size, "view")
     arr = input._data
-    if not arr.flags.c_contiguous and _view_strides(arr.shape, arr.strides, shape) is None:
+    if arr.flags.c_contiguous:
+        if _plain(input):
+            return _view_result(input, arr.reshape(shape))
+    elif _view_strides(arr.shape, arr.strides, shape) is None:
         raise RuntimeError("view size is not compatible with input tensor's size and stride (at least one "
                            "dimension spans across two contiguous subspaces). Use .reshape(...) instead. "
                            f"(input shape {list(input.shape)}, stride {list(input.stride())}, requested "
@@ -172,6 +189,8 @@ def permute(input, *dims_):
     axes = tuple(wrap_dim(x, nd, "permute") for x in d)
     if len(set(axes)) != nd:
         raise RuntimeError(f"permute(): duplicate dims are not allowed, got {d}")
+    if _plain(input):
+        return _view_result(input, input._data.transpose(axes))
     return Permute.apply(input, axes=axes)
 
 
@@ -182,6 +201,8 @@ def transpose(input, dim0, dim1):
     a, b = wrap_dim(dim0, nd, "transpose"), wrap_dim(dim1, nd, "transpose")
     axes = list(range(nd))
     axes[a], axes[b] = axes[b], axes[a]
+    if _plain(input):
+        return _view_result(input, input._data.transpose(axes))
     return Permute.apply(input, axes=tuple(axes))
 
 
@@ -431,7 +452,34 @@ class IndexBackward(Primitive):
         return GetItem.apply(grad, index=ctx.index, basic=_is_basic(ctx.index))
 
 
+def _simple_index(index):
+    """The commonest indexes (an int, a slice, or a tuple of them) as a view index, else None."""
+    t = type(index)
+    if t is int or (t is slice and (index.step is None or index.step > 0)):
+        return (index, Ellipsis)
+    if t is not tuple:
+        return None
+    for i in index:
+        if type(i) is slice:
+            if i.step is not None and i.step <= 0:
+                return None  # the general path raises PyTorch's error
+        elif type(i) is not int:
+            return None
+    return index + (Ellipsis,)
+
+
 def getitem(input, index):
+    idx = _simple_index(index)
+    if idx is not None:
+        if _plain(input):
+            try:
+                arr = input._data[idx]
+            except IndexError as e:
+                raise _index_error(e, input._data.shape) from None
+            return _view_result(input, arr)
+        out = GetItem.apply(input, index=idx, basic=True)
+        _share(out, input)
+        return out
     idx = _index_arg(index)
     if _is_basic(idx):
         out = GetItem.apply(input, index=_as_view_index(idx), basic=True)
