@@ -238,3 +238,15 @@ def test_pow_scalar_fast_path_matches_pow(exponent, dtype):
     assert (rtx.arange(4) ** 2).dtype == rtx.int64 and (rtx.arange(4) ** 0.5).dtype == rtx.float32
     with pytest.raises(RuntimeError, match="negative integer powers"):
         rtx.arange(4) ** -1
+
+
+@pytest.mark.parametrize("dim", [-2, -1, 0, 1])
+def test_cat_fast_path_matches_graph_path(dim):
+    plain, graph, a = _pair((3, 4))
+    b = rtx.ones(3, 4)
+    fast, slow = rtx.cat([plain, b, plain], dim), rtx.cat([graph, b, graph], dim)
+    assert not fast.requires_grad and slow.grad_fn is not None
+    np.testing.assert_array_equal(fast.numpy(), np.concatenate([a, np.ones((3, 4), np.float32), a], dim))
+    np.testing.assert_array_equal(fast.numpy(), slow.detach().numpy())
+    fast.zero_()  # a fresh array
+    np.testing.assert_array_equal(plain.numpy(), a)

@@ -458,25 +458,28 @@ def _var_args(op, dim, unbiased, correction):
     return dim, correction
 
 
-def _var_plain(input, axes, n, correction, keepdim):
-    """var (and the mean kept over axes) on a float32/64 array: the same steps and so the same
-    bits as the composed Primitives below (mean, subtract, square, sum, divide), minus the ops."""
+def _var_plain(input, dim, correction, keepdim):
+    """(var, mean kept over the axes) as arrays for a float32/64 input that needs no graph (and
+    no recording hook): the steps, and so the bits, of the composed Primitives of _var_mean
+    (mean, subtract, square, sum, divide), minus the ops. None for every other case."""
     d = input._data
+    if d.dtype not in _PLAIN_FLOATS or not _plain(input):
+        return None
+    axes = _axes(dim, d.ndim, "var")
+    n = _count(d.shape, axes)
+    if n <= correction:
+        return None  # a zero or negative divisor: the general path's NaN/inf and warnings
     mu = d.sum(axis=axes, keepdims=True)
     mu = mu / n
     x = d - mu
     x *= x
-    var = x.sum(axis=axes, keepdims=keepdim) / (n - correction)
-    return _const(var), mu
+    return x.sum(axis=axes, keepdims=keepdim) / (n - correction), mu
 
 
 def _var_mean(input, dim, correction, keepdim, op):
     _check_float(input, op, "std and var only support floating point and complex dtypes")
     axes = _axes(dim, input._data.ndim, op)
     n = _count(input._data.shape, axes)
-    if n > correction and input._data.dtype in _PLAIN_FLOATS and _plain(input):
-        var, mu = _var_plain(input, axes, n, correction, keepdim)
-        return var, _const(mu if keepdim else mu.reshape(var._data.shape))
     mu = Mean.apply(input, axes=axes, keepdim=True)
     d = input - mu
     sq = d.real * d.real + d.imag * d.imag if d.is_complex() else d * d
@@ -487,20 +490,27 @@ def _var_mean(input, dim, correction, keepdim, op):
 def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     """Variance over dim with `correction` (1: Bessel's; legacy `unbiased=False` means 0)."""
     dim, correction = _var_args("var", dim, unbiased, correction)
+    fast = _var_plain(input, dim, correction, keepdim)
+    if fast is not None:
+        return _const(fast[0])
     return _var_mean(input, dim, correction, keepdim, "var")[0]
 
 
 def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     """Standard deviation; its gradient is 0 where it is 0 (a constant slice)."""
     dim, correction = _var_args("std", dim, unbiased, correction)
-    var = _var_mean(input, dim, correction, keepdim, "std")[0]
-    if var.requires_grad or _active[0]:
-        return SafeSqrt.apply(var)
-    return _const(np.sqrt(var._data) if type(var._data) is np.ndarray else xp_of(var).sqrt(var._data))
+    fast = _var_plain(input, dim, correction, keepdim)
+    if fast is not None:
+        return _const(array_module(fast[0]).sqrt(fast[0]))
+    return SafeSqrt.apply(_var_mean(input, dim, correction, keepdim, "std")[0])
 
 
 def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     dim, correction = _var_args("var_mean", dim, unbiased, correction)
+    fast = _var_plain(input, dim, correction, keepdim)
+    if fast is not None:
+        var, mu = fast
+        return _const(var), _const(mu if keepdim else mu.reshape(var.shape))
     return _var_mean(input, dim, correction, keepdim, "var_mean")
 
 

@@ -136,7 +136,7 @@ def reshape(input, *shape):
 
 
 def view(input, *shape):
-    if len(shape) == 1 and not isinstance(shape[0], (tuple, list, int, np.integer)):
+    if len(shape) == 1 and type(shape[0]) is not int and not isinstance(shape[0], (tuple, list, np.integer)):
         from rtx._tensor.ops.creation import _as_np_dtype
         return view_dtype(input, _as_np_dtype(shape[0]))
     shape = _infer(_shape_arg(shape), input._data.size, "view")
@@ -876,6 +876,8 @@ def cat(tensors, dim=0, *, out=None):
         if any(a != b for j, (a, b) in enumerate(zip(s, ref)) if j != axis):
             raise RuntimeError(f"Sizes of tensors must match except in dimension {axis}. Expected size "
                                f"{list(ref)} but got size {list(s)} for tensor number {i} in the list.")
+    if out is None and not _active[0] and not (_state.enabled and any(t.requires_grad for t in tensors)):
+        return _make(array_module(tensors[0]._data).concatenate([t._data for t in tensors], axis=axis))
     result = Cat.apply(*tensors, axis=axis)
     if out is not None:
         out.copy_(result)
