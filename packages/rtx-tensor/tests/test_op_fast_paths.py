@@ -250,3 +250,25 @@ def test_cat_fast_path_matches_graph_path(dim):
     np.testing.assert_array_equal(fast.numpy(), slow.detach().numpy())
     fast.zero_()  # a fresh array
     np.testing.assert_array_equal(plain.numpy(), a)
+
+
+@pytest.mark.parametrize("src,sizes", [((16, 1), (16, 5)), ((3,), (4, 2, 3)), ((1, 4, 1), (2, 3, 4, 5)),
+                                       ((2, 1), (2, -1)), ((1,), (0,)), ((4, 1), (4, 3))])
+@pytest.mark.parametrize("layout", ["contiguous", "permuted", "bool"])
+def test_expand_view_matches_numpy_broadcast(src, sizes, layout):
+    a = np.random.default_rng(2).standard_normal(src).astype(np.float32)
+    if layout == "permuted":  # not C-contiguous (when 2-D or more): NumPy's broadcast_to path
+        rev = tuple(reversed(range(a.ndim)))
+        x = rtx.tensor(np.ascontiguousarray(a.transpose(rev))).permute(*rev)
+    else:
+        x = rtx.tensor(a > 0 if layout == "bool" else a)
+    full = tuple(s if s != -1 else x.shape[i - (len(sizes) - x.ndim)] for i, s in enumerate(sizes))
+    e = x.expand(*sizes)
+    np.testing.assert_array_equal(e.numpy(), np.broadcast_to(x.numpy(), full))
+    if e.numel() > x.numel():
+        assert e._base is (x._base if x._base is not None else x) and e._version == x._version
+        with pytest.raises((RuntimeError, ValueError)):
+            e.add_(1)
+    if layout != "bool":
+        g = rtx.tensor(x.numpy().astype(np.float64), requires_grad=True)
+        assert gradcheck(lambda t: t.expand(*sizes) * 1.5, (g,))

@@ -236,12 +236,25 @@ class Expand(Primitive):
     @staticmethod
     def forward(ctx, a, *, shape):
         ctx.in_shape = a._data.shape
-        # Read-only where NumPy marks it so: PyTorch also refuses writes into expanded memory.
-        return array_module(a._data).broadcast_to(a._data, shape)
+        return _broadcast(a._data, shape)
 
     @staticmethod
     def backward(ctx, grad):
         return sum_to(grad, ctx.in_shape)
+
+
+def _broadcast(arr, shape):
+    """arr broadcast to shape: a read-only view (PyTorch also refuses writes into expanded memory)."""
+    if type(arr) is np.ndarray and arr.flags.c_contiguous and arr.size and arr.dtype.kind in "biufc":
+        # The same view as np.broadcast_to, built directly: that function's checks and iterator
+        # cost ~2.4 us against ~0.7 here. A C-contiguous array's buffer starts at its first
+        # element, so its own strides apply, and 0 where a dim is broadcast.
+        lead = len(shape) - arr.ndim
+        strides = (0,) * lead + tuple(st if n == m else 0 for n, m, st in zip(arr.shape, shape[lead:], arr.strides))
+        out = np.ndarray(shape, arr.dtype, arr, 0, strides)
+        out.flags.writeable = False
+        return out
+    return array_module(arr).broadcast_to(arr, shape)
 
 
 def expand(input, *sizes):
@@ -273,6 +286,8 @@ def expand(input, *sizes):
     if _numel(target) == input._data.size:
         # Only new leading dims of size 1: a plain (writable) view.
         return Reshape.apply(input, shape=target)
+    if _plain(input):
+        return _view_result(input, _broadcast(input._data, target))
     return Expand.apply(input, shape=target)
 
 
