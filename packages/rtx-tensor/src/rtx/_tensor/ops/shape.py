@@ -264,23 +264,22 @@ def expand(input, *sizes):
         raise RuntimeError(f"expand: the number of sizes provided ({len(sizes)}) must be greater or equal to the "
                            f"number of dimensions in the tensor ({len(shape)})")
     lead = len(sizes) - len(shape)
-    target = []
-    for i, s in enumerate(sizes):
-        if i < lead:
-            if s < 0:
-                raise RuntimeError(f"expand: -1 is not allowed in a leading, non-existing dimension {i}")
-            target.append(s)
-        else:
-            cur = shape[i - lead]
+    for i in range(lead):
+        if sizes[i] < 0:
+            raise RuntimeError(f"expand: -1 is not allowed in a leading, non-existing dimension {i}")
+    keep = False  # a -1 keeps the existing size
+    for i, cur in enumerate(shape):
+        s = sizes[lead + i]
+        if s != cur:
             if s == -1:
-                target.append(cur)
-            elif cur == 1 or cur == s:
-                target.append(s)
-            else:
+                keep = True
+            elif cur != 1:
                 raise RuntimeError(f"The expanded size of the tensor ({s}) must match the existing size ({cur}) at "
-                                   f"non-singleton dimension {i}.  Target sizes: {list(sizes)}.  Tensor sizes: "
-                                   f"{list(shape)}")
-    target = tuple(target)
+                                   f"non-singleton dimension {lead + i}.  Target sizes: {list(sizes)}.  Tensor "
+                                   f"sizes: {list(shape)}")
+    target = sizes
+    if keep:
+        target = sizes[:lead] + tuple(cur if s == -1 else s for s, cur in zip(sizes[lead:], shape))
     if target == shape:
         return input
     if _numel(target) == input._data.size:
