@@ -68,6 +68,21 @@ def test_workers_share_a_port_are_replaced_and_stop_on_sigterm():
             master.kill()
 
 
+def test_a_stop_during_start_up_starts_no_more_workers_and_returns():
+    # SIGTERM right after the first of two workers started: the second is never started (or is stopped at once),
+    # and the master returns 0 instead of waiting for a worker nobody signalled.
+    port = free_port()
+    master = subprocess.Popen([sys.executable, str(DEMO), str(port), "--term-during-start"], stdout=subprocess.PIPE,
+                              text=True)
+    try:
+        assert master.wait(60) == 0
+        exited = master.stdout.read().split()[1::2]
+        assert len(exited) == 1 and not alive(int(exited[0]))
+    finally:
+        if master.poll() is None:
+            master.kill()
+
+
 def test_workers_that_keep_exiting_stop_the_launcher():
     # sys.exit(0) as the worker: each exits at once; after more than 2 n exits within a minute the status is 1
     t = time.monotonic()

@@ -49,6 +49,8 @@ def run_workers(target, n: int, args: tuple = (), *, name: str = "rtx-worker", o
         p.start()
         procs[i] = p
         log.info("worker %d started (pid %d)", i, p.pid)
+        if stopping:  # the signal came while this one was starting: stop() did not see it
+            os.kill(p.pid, signal.SIGTERM)
 
     def stop(sig, frame):
         nonlocal stopping
@@ -61,6 +63,8 @@ def run_workers(target, n: int, args: tuple = (), *, name: str = "rtx-worker", o
     status = 0
     try:
         for i in range(n):
+            if stopping:  # a signal during start-up: start no more
+                break
             start(i)
         exits: list[float] = []
         while procs:
