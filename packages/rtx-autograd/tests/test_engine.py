@@ -233,8 +233,14 @@ def test_a_leafs_grad_never_aliases_the_callers_gradient():
 
 
 def test_grads_flowing_to_two_leaves_are_separate_tensors():
+    # ((a + b) * 2).sum(): add's backward hands the same fresh gradient array to both leaves (not a view,
+    # which is copied anyway); each leaf must get its own .grad
     a = rtx.ones(2, requires_grad=True)
     b = rtx.ones(2, requires_grad=True)
-    (a + b).sum().backward()
+    ((a + b) * 2).sum().backward()
+    a.grad.mul_(5)
+    np.testing.assert_array_equal(b.grad.numpy(), np.full(2, 2, np.float32))
+    a.grad = b.grad = None
+    (a + b).backward(rtx.ones(2))
     a.grad.mul_(5)
     np.testing.assert_array_equal(b.grad.numpy(), np.ones(2, np.float32))

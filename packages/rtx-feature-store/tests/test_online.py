@@ -303,3 +303,12 @@ def test_values_cut_from_stored_text_equal_the_written_rows(tmp_path, online_spe
             c.execute("UPDATE online SET vals = ?, ts = ? WHERE fv = 'v' AND ek = '[9]'", (json.dumps(old), ts))
     written[9] = (old, True, ts)
     check(ids + [9], ["a", "b", "c"], cut=False)
+
+
+def test_row_prefix_matches_encoded_rows_with_non_ascii_names():
+    # feature names may hold any alphanumerics ("tarifa_é"): the prefix a lookup cuts by must be escaped as the
+    # stored row is, or every such row takes the slow decode path
+    from rtx.feature_store.online import encode_row, row_prefix
+    for names in (["a", "b"], ["tarifa_é", "n"], ["日本", "x2"]):
+        row = encode_row(dict(zip(names, [1.5, 2])))
+        assert row.startswith(row_prefix(names)) and row.endswith("]}"), (row, row_prefix(names))

@@ -567,3 +567,19 @@ def test_rtx_nn_attention_module_exports():
     import rtx.nn.attention as A
     assert A.sdpa_kernel is impl.sdpa_kernel and A.SDPBackend.MATH == "math"
     assert hasattr(F, "scaled_dot_product_attention") and hasattr(F, "multi_head_attention_forward")
+
+
+def test_no_grad_array_path_is_silent_on_inf():
+    # the array path (no graph) gives inf inputs' NaN without a warning (python -W error must not raise in it),
+    # and the same NaN pattern as the graph path
+    import warnings
+    q = rtx.randn(2, 2, 4, 8)
+    q[0, 0, 0, 0] = float("inf")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with rtx.no_grad():
+            a = F.scaled_dot_product_attention(q, q, q)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        b = F.scaled_dot_product_attention(q.requires_grad_(), q, q)
+    np.testing.assert_array_equal(np.isnan(a.numpy()), np.isnan(b.detach().numpy()))

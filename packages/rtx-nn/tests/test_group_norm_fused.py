@@ -76,3 +76,22 @@ def test_composed_form_without_affine_and_while_tracing(fused):
     assert "native_layer_norm" in ops and "native_group_norm" not in ops and not fused
     assert_close(gn(x), graph(x)[0] if isinstance(graph(x), (tuple, list)) else graph(x), rtol=1e-6, atol=1e-6)
     assert fused                           # the eager call fused
+
+
+def test_gradients_come_back_in_the_inputs_dtype(fused):
+    # a float64 output gradient into a float32 group_norm: x/w/b grads stay float32, as the composed ops give
+    x = rtx.tensor(rng.standard_normal((2, 4, 3)).astype(np.float32), requires_grad=True)
+    w, b = rtx.ones(4, requires_grad=True), rtx.zeros(4, requires_grad=True)
+    F.group_norm(x, 2, w, b).backward(rtx.ones(2, 4, 3, dtype=rtx.float64))
+    assert fused and x.grad.dtype == w.grad.dtype == b.grad.dtype == rtx.float32
+
+
+def test_empty_batch_gives_an_empty_result_and_zero_affine_grads():
+    # as PyTorch: N = 0 is allowed; weight and bias get zero gradients
+    x = rtx.randn(0, 4, 3, requires_grad=True)
+    w, b = rtx.ones(4, requires_grad=True), rtx.zeros(4, requires_grad=True)
+    y = F.group_norm(x, 2, w, b)
+    assert tuple(y.shape) == (0, 4, 3)
+    y.sum().backward()
+    assert tuple(x.grad.shape) == (0, 4, 3)
+    assert np.array_equal(w.grad.numpy(), np.zeros(4)) and np.array_equal(b.grad.numpy(), np.zeros(4))

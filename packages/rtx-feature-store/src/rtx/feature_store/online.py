@@ -35,7 +35,7 @@ def encode_row(values):
 
 def row_prefix(names):
     """What a stored row of the features `names` (in that order) starts with; the row ends with `]}`."""
-    return '{"' + ",".join(names) + '":['
+    return "{" + _compact(",".join(names)) + ':['  # the names escaped as encode_row escapes them (non-ASCII)
 
 
 def decode_row(d):

@@ -236,7 +236,8 @@ def _sdpa_math(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False
     if type(raw(query)) is np.ndarray:
         keep_freed_memory()  # score matrices are MBs: reused from malloc's heap, not page-faulted afresh
         if _numpy_path_ok(query, key, value, attn_mask, dropout_p, is_causal):
-            return wrap(_sdpa_numpy(raw(query), raw(key), raw(value), scale))
+            with np.errstate(invalid="ignore"):  # inf inputs give NaN silently, as the graph path's softmax
+                return wrap(_sdpa_numpy(raw(query), raw(key), raw(value), scale))
     L, S = query.shape[-2], key.shape[-2]
     scores = (query * scale) @ key.mT
     masked = False

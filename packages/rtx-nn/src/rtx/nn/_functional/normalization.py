@@ -434,8 +434,11 @@ class NativeGroupNorm(Primitive):
             xc *= np.broadcast_to(-rstd * rstd * B, (N, G, cg)).reshape(N, C, 1)
             gx += xc
             gx += np.broadcast_to(-rstd * A, (N, G, cg)).reshape(N, C, 1)
-            gx = wrap(gx.reshape(shape))
-        return gx, None if gw is None else wrap(gw), None if gb is None else wrap(gb)
+            gx = wrap(gx.reshape(shape).astype(raw(x).dtype, copy=False))
+        # each gradient in its input's dtype, as the composed ops give (g may come in wider than the output)
+        wdt = raw(w).dtype
+        return (gx, None if gw is None else wrap(gw.astype(wdt, copy=False)),
+                None if gb is None else wrap(gb.astype(wdt, copy=False)))
 
 
 def _group_norm_backward_composed(g, x, w, G, eps, nx, nw, nb):
@@ -477,9 +480,12 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-05):
         if t is not None and (t.ndim != 1 or t.numel() != C):
             raise RuntimeError(f"Expected {name} to be a vector of size equal to the number of channels in input, "
                                f"but got {name} of shape {list(t.shape)} and input of shape {list(shape)}")
-    if _fused_group_norm_fits(input, weight, bias):
+    if input.numel() == 0:  # an empty batch: an empty result, still in the graph (weight/bias get zero grads)
+        y = input * 0
+    elif _fused_group_norm_fits(input, weight, bias):
         return NativeGroupNorm.apply(input, weight, bias, groups=int(num_groups), eps=eps)
-    y = NativeLayerNorm.apply(input.reshape(N, num_groups, -1), None, None, nd=1, eps=eps).reshape(shape)
+    else:
+        y = NativeLayerNorm.apply(input.reshape(N, num_groups, -1), None, None, nd=1, eps=eps).reshape(shape)
     bshape = (1, C) + (1,) * (len(shape) - 2)
     if weight is not None:
         y = y * _like(weight, input).reshape(bshape)
