@@ -19,8 +19,8 @@ from rtx._tensor.ops import return_types
 from rtx._tensor.ops._util import cast, dims, wrap_dim, xp_of
 from rtx._tensor.ops.arith import maximum, minimum, scalar_name, where
 from rtx._tensor.tensor import Tensor
-from rtx.runtime import dtypes as _dt
 from rtx.autograd.grad_mode import _state
+from rtx.runtime import dtypes as _dt
 from rtx.runtime.devices import array_module
 
 _PLAIN_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
