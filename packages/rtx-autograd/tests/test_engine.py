@@ -244,3 +244,22 @@ def test_grads_flowing_to_two_leaves_are_separate_tensors():
     (a + b).backward(rtx.ones(2))
     a.grad.mul_(5)
     np.testing.assert_array_equal(b.grad.numpy(), np.ones(2, np.float32))
+
+
+def test_root_gradient_is_cast_to_its_outputs_dtype_as_pytorch():
+    # PyTorch's engine casts a root gradient to its output's dtype: a float32 leaf keeps a float32 .grad
+    x = rtx.randn(3, requires_grad=True)
+    (x * 2).backward(rtx.ones(3, dtype=rtx.float64))
+    assert x.grad.dtype == rtx.float32
+    x = rtx.randn(3, requires_grad=True)
+    (x * 2).backward(rtx.ones(3, dtype=rtx.int64))
+    assert x.grad.dtype == rtx.float32 and np.array_equal(x.grad.numpy(), np.full(3, 2, np.float32))
+    (g,) = rtx.autograd.grad(x * 3, x, rtx.ones(3, dtype=rtx.float64))
+    assert g.dtype == rtx.float32
+
+
+def test_real_gradient_for_a_complex_output_is_refused():
+    x = rtx.randn(3, requires_grad=True)
+    with pytest.raises(RuntimeError, match="For complex Tensors, both grad_output and output are required to have "
+                                           "the same dtype"):
+        (x * 2).to(rtx.complex64).backward(rtx.ones(3))

@@ -211,10 +211,13 @@ def _peak_bytes(fn, n_steps):
 
 
 def test_adjoint_memory_is_flat_in_the_number_of_steps():
-    adj_small, adj_big = _peak_bytes(odeint_adjoint, 20), _peak_bytes(odeint_adjoint, 200)
+    # The adjoint's peak is measured from 100 steps up: below that it still grows by fixed-size pools and caches
+    # filling (20 -> 100 steps: +160 kB; 100 -> 500: +16 kB), which made a 20-vs-200 comparison sit at the
+    # threshold and fail when unrelated changes shrank the 20-step peak.
+    adj_small, adj_big = _peak_bytes(odeint_adjoint, 100), _peak_bytes(odeint_adjoint, 500)
     bp_small, bp_big = _peak_bytes(odeint, 20), _peak_bytes(odeint, 200)
     assert bp_big > 5 * bp_small, (bp_small, bp_big)  # backprop keeps every stage: the check can fail
-    assert adj_big < 1.3 * adj_small, (adj_small, adj_big)
+    assert adj_big < 1.2 * adj_small, (adj_small, adj_big)  # 5x the steps, not 5x the memory
     assert adj_big < bp_big / 5
 
 

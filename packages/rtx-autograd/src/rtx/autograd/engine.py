@@ -34,6 +34,13 @@ def _root_grads(outputs, grad_outputs, fn_name):
         elif g.shape != o.shape:
             raise RuntimeError(f"{fn_name}: Mismatch in shape: grad_output has a shape of {tuple(g.shape)} "
                                f"and output has a shape of {tuple(o.shape)}")
+        if g.dtype != o.dtype:
+            # As PyTorch's engine: a gradient comes in its output's dtype (cast), except between complex and real
+            if g.is_complex() != o.is_complex():
+                raise RuntimeError("For complex Tensors, both grad_output and output are required to have the same "
+                                   f"dtype. Mismatch in dtype: grad_output[{len(out)}] has a dtype of {g.dtype} and "
+                                   f"output[{len(out)}] has a dtype of {o.dtype}.")
+            g = g.to(o.dtype)
         out.append(g)
     return out
 
