@@ -192,7 +192,9 @@ def run_while_working(fn, work, min_runs=2):
         while t.is_alive() or len(results) < min_runs:
             before = len(progress)
             results.append(fn())
-            overlapped += len(progress) > before and t.is_alive()
+            # work advanced during this call: the two overlapped (even if work then finished before fn: with
+            # faster ops a whole training run can end inside one long fn call, which still overlapped it)
+            overlapped += len(progress) > before
         t.join()
     finally:
         sys.setswitchinterval(old)
