@@ -70,25 +70,31 @@ def test_cli_apply_materialize_list(repo):
     assert rtx().returncode == 2
 
 
+def start_server(repo, *extra, tries):
+    """`rtx feature-store serve` on a free port, waited for until /health answers (tries x 50 ms at most);
+    (process, base URL). The caller terminates it."""
+    port = free_port()
+    code = "import sys; from rtx.runtime.cli import main; sys.exit(main(sys.argv[1:]))"
+    proc = subprocess.Popen([sys.executable, "-c", code, "feature-store", "serve", "--repo", str(repo), "--port",
+                             str(port), *extra], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    base = f"http://127.0.0.1:{port}"
+    for _ in range(tries):
+        try:
+            if httpx.get(base + "/health").status_code == 200:
+                return proc, base
+        except httpx.HTTPError:
+            time.sleep(0.05)
+    proc.terminate()
+    pytest.fail(proc.stderr.read1().decode())
+
+
 def test_server_bad_input_never_5xx(repo):
     # the server answers at the real "now": values that never expire (ttl 0), so the 2024 rows are PRESENT
     (repo / "features.toml").write_text(TOML.replace("ttl_seconds = 86400", "ttl_seconds = 0"))
     assert rtx("apply", "--repo", str(repo)).returncode == 0
     assert rtx("materialize-incremental", "2030-01-01", "--repo", str(repo)).returncode == 0
-    port = free_port()
-    code = "import sys; from rtx.runtime.cli import main; sys.exit(main(sys.argv[1:]))"
-    proc = subprocess.Popen([sys.executable, "-c", code, "feature-store", "serve", "--repo", str(repo), "--port",
-                             str(port)], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    base = f"http://127.0.0.1:{port}"
+    proc, base = start_server(repo, tries=200)
     try:
-        for _ in range(200):
-            try:
-                if httpx.get(base + "/health").status_code == 200:
-                    break
-            except httpx.HTTPError:
-                time.sleep(0.05)
-        else:
-            pytest.fail(proc.stderr.read1().decode())
         ok = httpx.post(base + "/get-online-features",
                         json={"features": ["driver_stats:conv_rate", "driver_stats:trips"],
                               "entities": {"driver_id": [1, 3]}})
@@ -134,22 +140,10 @@ def test_server_workers_share_the_port(repo):
     (repo / "features.toml").write_text(TOML.replace("ttl_seconds = 86400", "ttl_seconds = 0"))
     assert rtx("apply", "--repo", str(repo)).returncode == 0
     assert rtx("materialize-incremental", "2030-01-01", "--repo", str(repo)).returncode == 0
-    port = free_port()
-    code = "import sys; from rtx.runtime.cli import main; sys.exit(main(sys.argv[1:]))"
-    proc = subprocess.Popen([sys.executable, "-c", code, "feature-store", "serve", "--repo", str(repo), "--port",
-                             str(port), "--workers", "2"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    base = f"http://127.0.0.1:{port}"
     body = {"features": ["driver_stats:conv_rate", "driver_stats:trips"], "entities": {"driver_id": [1, 3, 2]}}
     want = FeatureStore(repo).get_online_features(body["features"], body["entities"]).to_feast_json()
+    proc, base = start_server(repo, "--workers", "2", tries=400)
     try:
-        for _ in range(400):
-            try:
-                if httpx.get(base + "/health").status_code == 200:
-                    break
-            except httpx.HTTPError:
-                time.sleep(0.05)
-        else:
-            pytest.fail(proc.stderr.read1().decode())
         for _ in range(20):  # a new connection each time: the kernel picks a worker per connection
             r = httpx.post(base + "/get-online-features", json=body)
             assert r.status_code == 200 and r.json() == want
