@@ -11,6 +11,7 @@ import numpy as np
 
 import rtx
 import rtx.optim as optim
+from rtx.science.examples.fno_burgers import train_epoch
 from rtx.science.operators import FNO1d, burgers_1d, grf_1d, relative_l2
 
 
@@ -30,18 +31,11 @@ def run(u0, uT, n_train, epochs, scale, schedule, eval_every=0, batch=20):
             return (float(relative_l2(model(x[:200]), y[:200])), float(relative_l2(model(x[n_train:]), y[n_train:])))
 
     for epoch in range(epochs):
-        perm, losses = rng.permutation(n_train), []
-        for i in range(0, n_train, batch):
-            idx = rtx.tensor(perm[i:i + batch])
-            loss = relative_l2(model(x[idx]), y[idx])
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-            losses.append(float(loss))
+        train_loss = train_epoch(model, opt, x, y, n_train, batch, rng)
         sched.step()
         if eval_every and (epoch + 1) % eval_every == 0:
             tr, te = evaluate()
-            print(f"  epoch {epoch + 1}: train epoch mean {np.mean(losses):.2e}, eval train[:200] {tr:.2e}, "
+            print(f"  epoch {epoch + 1}: train epoch mean {train_loss:.2e}, eval train[:200] {tr:.2e}, "
                   f"test {te:.2e}", flush=True)
     tr, te = evaluate()
     print(f"scale={scale} schedule={schedule}: test {te:.3e}, train[:200] {tr:.3e} ({time.time() - t0:.0f} s)",

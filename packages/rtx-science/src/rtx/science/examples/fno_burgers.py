@@ -28,21 +28,27 @@ def fno_burgers(n_train=1000, n_test=200, n=1024, nu=0.1, epochs=500, batch=20, 
     sched = optim.lr_scheduler.CosineAnnealingLR(opt, T_max=epochs)
     rng = np.random.default_rng(seed)
     for epoch in range(epochs):
-        perm = rng.permutation(n_train)
-        losses = []
-        for i in range(0, n_train, batch):
-            idx = rtx.tensor(perm[i:i + batch])
-            loss = relative_l2(model(x[idx]), y[idx])
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-            losses.append(float(loss))
+        train_loss = train_epoch(model, opt, x, y, n_train, batch, rng)
         sched.step()
         if log is not None:
-            log({"epoch": epoch, "train": float(np.mean(losses))})
+            log({"epoch": epoch, "train": train_loss})
     with rtx.no_grad():
         pred = model(x[n_train:])
         err = float(relative_l2(pred, y[n_train:]))
     if return_model:
         return err, (np.arange(n) / n, u0[n_train:], uT[n_train:], sy * pred.numpy()[..., 0])
     return err
+
+
+def train_epoch(model, opt, x, y, n_train, batch, rng):
+    """One epoch of minibatch Adam on the relative L2 loss over the first n_train samples, in an order drawn
+    from rng; the epoch's mean loss."""
+    perm, losses = rng.permutation(n_train), []
+    for i in range(0, n_train, batch):
+        idx = rtx.tensor(perm[i:i + batch])
+        loss = relative_l2(model(x[idx]), y[idx])
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        losses.append(float(loss))
+    return float(np.mean(losses))
