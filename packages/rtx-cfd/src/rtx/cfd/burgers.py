@@ -1,8 +1,12 @@
 """1D periodic solvers on [0, length): viscous Burgers u_t + (u^2/2)_x = nu u_xx and linear
 advection-diffusion u_t + c u_x = nu u_xx, by finite volumes (MUSCL reconstruction, Rusanov flux,
 central diffusion, SSP-RK2) and pseudo-spectrally (rtx.fft). Inputs are (..., N) arrays or tensors
-(a batch of initial conditions at once); everything is rtx ops, so gradients flow to u0 and nu."""
+(a batch of initial conditions at once); everything is rtx ops, so gradients flow to u0 and nu.
+Each solver takes `stats=`, a dict it fills with steps, dt, wall_time and time_per_step (a function
+returns the field itself, so the report goes to the caller's dict, as the 2D solvers' .stats)."""
 from __future__ import annotations
+
+import time
 
 import numpy as np
 
@@ -35,7 +39,13 @@ def _fv_rhs(u, h, flux, speed, nu, limiter):
     return -div + nu * (up - 2 * u + um) / h ** 2
 
 
-def _fv(u0, nu, t_end, dt, length, limiter, flux, speed, cfl):
+def _report(stats, steps, dt, t0):
+    if stats is not None:
+        wall = time.perf_counter() - t0
+        stats.update(steps=steps, dt=dt, wall_time=wall, time_per_step=wall / steps)
+
+
+def _fv(u0, nu, t_end, dt, length, limiter, flux, speed, cfl, stats):
     u = _tensor(u0)
     n = u.shape[-1]
     h = length / n
@@ -45,23 +55,25 @@ def _fv(u0, nu, t_end, dt, length, limiter, flux, speed, cfl):
         dt = cfl * min(h / vmax, 0.5 * h * h / nu_f if nu_f > 0 else np.inf)
     steps = max(1, int(np.ceil(t_end / dt - 1e-9)))
     dt = t_end / steps
+    t0 = time.perf_counter()
     for _ in range(steps):  # SSP-RK2 (Heun): TVD with the minmod slopes
         u1 = u + dt * _fv_rhs(u, h, flux, speed, nu, limiter)
         u = 0.5 * (u + u1 + dt * _fv_rhs(u1, h, flux, speed, nu, limiter))
+    _report(stats, steps, dt, t0)
     return u
 
 
-def burgers_fv(u0, nu, t_end, dt=None, length=1.0, limiter="minmod", cfl=0.4):
+def burgers_fv(u0, nu, t_end, dt=None, length=1.0, limiter="minmod", cfl=0.4, *, stats=None):
     """Finite-volume viscous Burgers from cell averages u0 (..., N) to t_end."""
-    return _fv(u0, nu, t_end, dt, length, limiter, lambda u: 0.5 * u * u, lambda u: u, cfl)
+    return _fv(u0, nu, t_end, dt, length, limiter, lambda u: 0.5 * u * u, lambda u: u, cfl, stats)
 
 
-def advection_diffusion_fv(u0, c, nu, t_end, dt=None, length=1.0, limiter="minmod", cfl=0.4):
+def advection_diffusion_fv(u0, c, nu, t_end, dt=None, length=1.0, limiter="minmod", cfl=0.4, *, stats=None):
     """Finite-volume u_t + c u_x = nu u_xx (constant c) from cell averages u0 (..., N) to t_end."""
-    return _fv(u0, nu, t_end, dt, length, limiter, lambda u: c * u, lambda u: u * 0.0 + c, cfl)
+    return _fv(u0, nu, t_end, dt, length, limiter, lambda u: c * u, lambda u: u * 0.0 + c, cfl, stats)
 
 
-def burgers_spectral(u0, nu, t_end, dt=1e-4, length=1.0):
+def burgers_spectral(u0, nu, t_end, dt=1e-4, length=1.0, *, stats=None):
     """Pseudo-spectral viscous Burgers (2/3 dealiasing, integrating factor + RK4) at the N grid
     points x_j = j length / N, from u0 (..., N) to t_end."""
     u0 = _tensor(u0)
@@ -78,6 +90,7 @@ def burgers_spectral(u0, nu, t_end, dt=1e-4, length=1.0):
         u = rtx.fft.irfft(v_hat, n=n)
         return -0.5 * ik * rtx.fft.rfft(u * u)
 
+    t0 = time.perf_counter()
     v = rtx.fft.rfft(u0)
     for _ in range(steps):
         a = nonlinear(v)
@@ -85,18 +98,23 @@ def burgers_spectral(u0, nu, t_end, dt=1e-4, length=1.0):
         c = nonlinear(e_half * v + dt / 2 * b)
         d = nonlinear(e_full * v + dt * e_half * c)
         v = e_full * v + dt / 6 * (e_full * a + 2 * e_half * (b + c) + d)
-    return rtx.fft.irfft(v, n=n)
+    out = rtx.fft.irfft(v, n=n)
+    _report(stats, steps, dt, t0)
+    return out
 
 
-def advection_diffusion_spectral(u0, c, nu, t_end, length=1.0):
+def advection_diffusion_spectral(u0, c, nu, t_end, length=1.0, *, stats=None):
     """Exact-in-time spectral solution of u_t + c u_x = nu u_xx at the grid points: each Fourier
-    mode is multiplied by exp((-i c k - nu k^2) t)."""
+    mode is multiplied by exp((-i c k - nu k^2) t) (one step of size t_end)."""
+    t0 = time.perf_counter()
     u0 = _tensor(u0)
     n = u0.shape[-1]
     k = 2 * np.pi * np.fft.rfftfreq(n, d=length / n)
     g = rtx.tensor(np.exp(-1j * c * k * t_end), dtype=rtx.complex128)
     decay = rtx.exp(-nu * rtx.tensor(k ** 2, dtype=rtx.float64) * t_end).to(rtx.complex128)
-    return rtx.fft.irfft(rtx.fft.rfft(u0) * g * decay, n=n)
+    out = rtx.fft.irfft(rtx.fft.rfft(u0) * g * decay, n=n)
+    _report(stats, 1, t_end, t0)
+    return out
 
 
 def burgers_cole_hopf(x, t, nu, u0_potential, length=1.0, quad=4096):
