@@ -9,8 +9,8 @@ import pytest
 
 import rtx
 from rtx.cfd import (
-    Grid,
     LBM2D,
+    Grid,
     NavierStokes2D,
     Spectral2D,
     Spectral3D,
@@ -45,9 +45,9 @@ def test_every_solver_reports_time_per_step():
                          (lambda s: advection_diffusion_fv(u0, 1.0, 0.01, 0.1, dt=0.02, stats=s), 5),
                          (lambda s: burgers_spectral(u0, 0.01, 0.1, dt=0.025, stats=s), 4),
                          (lambda s: advection_diffusion_spectral(u0, 1.0, 0.01, 0.1, stats=s), 1)):
-        stats = {}
-        _, outside = timed(lambda: solve(stats))
-        check(stats, steps, outside)
+        stats, t0 = {}, time.perf_counter()
+        solve(stats)
+        check(stats, steps, time.perf_counter() - t0)
     burgers_fv(u0, 0.01, 0.1, dt=0.01)  # stats is optional
 
     ns = NavierStokes2D(Grid(8, 8), 0.1, {"top": Wall(1.0)})
