@@ -98,6 +98,33 @@ def test_train_test_split_stratified(frame, tmp_path):
     assert (abs(got - share[got.index]) <= 1).all()
 
 
+def test_arrow_input_schema_cast_concat_split_and_iterable(frame, tmp_path):
+    t = pa.Table.from_pandas(frame, preserve_index=False).replace_schema_metadata(None)
+    batch = t.to_batches()[0]
+    for ds in (Dataset.from_arrow(t, cache_dir=False), Dataset.from_arrow(batch, cache_dir=False)):
+        pd.testing.assert_frame_equal(ds.to_pandas(), frame)
+    ds = ds_of(frame, tmp_path)
+    target = pa.schema([("id", pa.float64()), ("k", pa.int32()), ("x", pa.float32()), ("s", pa.string())])
+    c = ds.cast(target)
+    assert c.schema == target
+    pd.testing.assert_frame_equal(c.to_pandas(), frame.astype({"id": "float64", "k": "int32", "x": "float32"}))
+    with pytest.raises(ValueError, match=r"cast: column 's' to int64"):
+        ds.cast({"s": "int64"})
+    with pytest.raises(ValueError, match=r"cast: no column \['zz'\]"):
+        ds.cast({"zz": "int64"})
+    both = ds.select(range(5)).concat(ds.select(range(5, 8)), ds.select([0]))
+    assert both["id"] == [0, 1, 2, 3, 4, 5, 6, 7, 0] and both.report()["read"] == 3 * len(frame)
+    with pytest.raises(ValueError, match="dataset 1 has columns"):
+        ds.concat(ds.select_columns(["id"]))
+    sp = ds.train_test_split(test_size=30, seed=1)  # a row count; no stratification
+    assert sp["test"].num_rows == 30 and sorted(sp["train"]["id"] + sp["test"]["id"]) == list(range(300))
+    assert sp["test"]["id"] == ds.train_test_split(test_size=30, seed=1)["test"]["id"]
+    ordered = ds.train_test_split(test_size=0.1, shuffle=False)
+    assert ordered["test"]["id"] == list(range(30)) and ordered["train"]["id"] == list(range(30, 300))
+    rows = list(ds.select_columns(["id", "s"]).to_iterable_dataset())
+    assert rows == frame[["id", "s"]].to_dict("records")
+
+
 def test_near_dedup_against_exact_jaccard(tmp_path):
     rng = np.random.default_rng(1)
     words = ["".join(rng.choice(list("abcdefghijklmnopqrstuvwxyz"), 6)) for _ in range(300)]
