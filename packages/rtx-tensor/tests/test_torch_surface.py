@@ -26,22 +26,38 @@ def test_submodules_are_reachable_after_a_bare_import():
                                 "norm", "False", "autocast"]
 
 
-def test_import_rtx_loads_nothing_heavy_and_stays_fast():
-    # CPU time, not wall time: other processes on a busy machine do not count against us
+def test_import_rtx_loads_nothing_heavy_and_stays_fast(tmp_path):
+    # CPU time, not wall time: other processes on a busy machine do not count against us. With a warm
+    # bytecode cache, as an installed wheel has (this machine sets PYTHONDONTWRITEBYTECODE=1, which
+    # would compile every module at every import: a cost no user pays after the first import).
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env.update(PYTHONWARNINGS="ignore", PYTHONPYCACHEPREFIX=str(tmp_path))
     code = ("import sys, time\nt = time.process_time()\nimport {m}\nprint(time.process_time() - t)\n"
             "print(' '.join(sorted(sys.modules)))")
-    heavy = {"rtx.nn", "rtx.data", "rtx.optim", "rtx.multiprocessing", "rtx.backends", "rtx.accelerator",
-             "cupy", "scipy", "multiprocessing", "rtx.utils.data"}
-    rtx_t, np_t = [], []
-    for _ in range(3):
-        r = _run(code.format(m="rtx"))
+
+    def run(m):
+        r = subprocess.run([sys.executable, "-c", code.format(m=m)], capture_output=True, text=True, env=env,
+                           timeout=120)
         assert r.returncode == 0, r.stderr
         seconds, mods = r.stdout.splitlines()
-        assert not heavy & set(mods.split()), heavy & set(mods.split())
-        rtx_t.append(float(seconds))
-        np_t.append(float(_run(code.format(m="numpy")).stdout.splitlines()[0]))
-    # rtx's own share (numpy's import excluded: it depends on the machine's load) within 0.25 s
-    assert min(rtx_t) - min(np_t) < 0.25, (rtx_t, np_t)
+        return float(seconds), set(mods.split())
+
+    # Loaded on first use only: the subpackages, and what the core needs only on some paths
+    # (numpy.random until a random op runs, json until save/load, difflib/traceback for messages).
+    heavy = {"rtx.nn", "rtx.data", "rtx.optim", "rtx.multiprocessing", "rtx.backends", "rtx.accelerator",
+             "rtx.distributions", "rtx.utils.data", "cupy", "scipy", "ml_dtypes", "safetensors", "multiprocessing",
+             "numpy.random", "json", "difflib", "traceback", "string", "subprocess"}
+    run("rtx"), run("numpy")  # fill the bytecode cache
+    rtx_t, np_t = [], []
+    for _ in range(5):
+        seconds, mods = run("rtx")
+        assert not heavy & mods, heavy & mods
+        rtx_t.append(seconds)
+        np_t.append(run("numpy")[0])
+    # rtx's own share (numpy's import excluded: it depends on the machine), measured 0.03-0.06 s
+    assert min(rtx_t) - min(np_t) < 0.1, (rtx_t, np_t)
+    # the bound on the whole import, NumPy included (measured 0.15 s CPU here)
+    assert min(rtx_t) < 0.25, (rtx_t, np_t)
 
 
 def test_a_missing_utils_submodule_is_an_attribute_error():

@@ -19,8 +19,6 @@ per forward argument, written in tensor ops so that double backward works.
 """
 from __future__ import annotations
 
-import traceback
-
 from rtx.autograd import graph
 from rtx.autograd.grad_mode import _state, no_grad
 
@@ -53,6 +51,8 @@ class Function(graph.Node):
         outs = (out,) if single else out
         ctx.next_edges = tuple(graph.edge_of(a) if is_tensor(a) else None for a in args)
         if graph._anomaly[0]:
+            import traceback  # anomaly mode only: kept out of `import rtx`
+
             ctx._anomaly_trace = traceback.format_stack()[:-1]
         non_diff = {id(t) for t in ctx._non_differentiable}
         dirty = {id(t) for t in ctx._dirty}

@@ -25,13 +25,20 @@ class Generator:
         if seed < 0:
             seed &= (1 << 64) - 1
         self._seed = seed
-        if self.device.type == "cpu":
-            self.np = np.random.Generator(np.random.PCG64(seed))
-        else:
+        self._np = None
+        if self.device.type != "cpu":
             cp = cupy()
             with cp.cuda.Device(self.device.index):
-                self.np = cp.random.Generator(cp.random.XORWOW(seed))
+                self._np = cp.random.Generator(cp.random.XORWOW(seed))
         return self
+
+    @property
+    def np(self):
+        """The array library's generator. A CPU one is built on first use: numpy.random (and the
+        hashlib/secrets it pulls in) would otherwise cost `import rtx` ~10 ms."""
+        if self._np is None:
+            self._np = np.random.Generator(np.random.PCG64(self._seed))
+        return self._np
 
     def seed(self) -> int:
         s = time.time_ns() & ((1 << 63) - 1)

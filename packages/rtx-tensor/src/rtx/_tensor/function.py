@@ -16,9 +16,7 @@ rtx.extend). It is thread-local: another thread's ops run and are recorded as if
 """
 from __future__ import annotations
 
-import difflib
 import threading
-import traceback
 from contextlib import contextmanager
 
 from rtx.autograd import graph
@@ -85,6 +83,8 @@ def primitive(name):
     try:
         return _OPS[name]
     except KeyError:
+        import difflib  # only for this message: not worth its import at `import rtx`
+
         close = difflib.get_close_matches(str(name), list(_OPS), n=3)
         hint = f"; did you mean {', '.join(map(repr, close))}?" if close else ""
         raise KeyError(f"no Primitive is registered under the op name {name!r}{hint} (the ops of a package "
@@ -195,6 +195,8 @@ class Primitive(graph.Node):
         ctx.needs_input_grad = tuple(needs)
         ctx.next_edges = tuple(edges)
         if _anomaly[0]:
+            import traceback  # anomaly mode only: kept out of `import rtx`
+
             ctx._anomaly_trace = traceback.format_stack()[:-2]
         out = cls.forward(ctx, *inputs, **attrs)
         if type(out) is tuple:

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import _compat_pickle
 import io
-import json
 import os
 import pickle
 import struct
@@ -143,6 +142,8 @@ def save(obj, f, pickle_module=None, pickle_protocol=2, _use_new_zipfile_seriali
         if format == "safetensors":
             raise TypeError(str(e)) from None
         return _save_torch(obj, f, pickle_protocol)
+    import json  # here, not at the top: `import rtx` need not pay for it
+
     from safetensors.numpy import save as st_save
     from safetensors.numpy import save_file as st_save_file
     meta = {"rtx": json.dumps({"version": _FORMAT_VERSION, "structure": structure, "tensors": enc.info},
@@ -532,6 +533,8 @@ _ST_DTYPES = {code: name for name, code in _dt.SAFETENSORS_NAMES.items()}  # "F3
 
 
 def _load_safetensors(data, name, reader):
+    import json  # here, not at the top: `import rtx` need not pay for it
+
     n = struct.unpack("<Q", data[:8])[0]
     header = json.loads(data[8:8 + n])
     if not isinstance(header, dict):

@@ -9,7 +9,6 @@ real case). Multi-output decompositions do not keep their outputs as graph tenso
 create_graph, backward recomputes them from the saved input so the second derivative flows."""
 from __future__ import annotations
 
-import string
 import warnings
 from collections import Counter, namedtuple
 
@@ -608,7 +607,9 @@ def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
 
 # ---- einsum ------------------------------------------------------------------------------------
 
-_LETTERS = string.ascii_uppercase + string.ascii_lowercase  # PyTorch's and NumPy's label order
+# PyTorch's and NumPy's label order: upper case, then lower (written out: importing the string module
+# compiles a regex, a cost `import rtx` would pay)
+_LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 
 
 def einsum(*args):
