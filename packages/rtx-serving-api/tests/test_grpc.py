@@ -246,6 +246,43 @@ def test_server_keeps_serving_and_counts_grpc_requests(grpc_server, h):
     assert 'protocol="grpc"' in metrics and 'code="500"' not in metrics
 
 
+def test_model_statistics_count_the_runs(grpc_server, h):
+    c = tg.InferenceServerClient(grpc_server[0])
+
+    def stats(**kw):
+        return {(m["name"], m["version"]): m for m in c.get_inference_statistics(as_json=True, **kw)["model_stats"]}
+    before = stats(model_name="digits", model_version="2.0.0")[("digits", "2.0.0")]
+    x = tg.InferInput("x", [4, 1, 8, 8], "FP32")
+    x.set_data_from_numpy(h.X[:4])
+    for _ in range(3):
+        c.infer("digits", [x], model_version="2.0.0")
+    after = stats(model_name="digits", model_version="2.0.0")[("digits", "2.0.0")]
+    assert int(after.get("execution_count", 0)) - int(before.get("execution_count", 0)) == 3
+    infer = after["inference_stats"]["compute_infer"]
+    assert int(infer["count"]) == int(after["execution_count"]) and int(infer["ns"]) > 0
+    everything = stats()  # no name: every model and version
+    assert {("digits", "1.0.0"), ("digits", "2.0.0"), ("add", "1.0.0"), ("gpt", "1.0.0")} <= set(everything)
+    for bad in ({"model_name": "nope"}, {"model_name": "digits", "model_version": "9.9.9"}):
+        with pytest.raises(InferenceServerException) as e:
+            c.get_inference_statistics(**bad)
+        assert "StatusCode.NOT_FOUND" in str(e.value.status())
+
+
+def test_server_timeout_is_deadline_exceeded(tmp_path, models, h):
+    reg = Registry(tmp_path / "reg")
+    reg.register(models["1.0.0"], "digits", "1.0.0", example_inputs=h.X[:1], stage="production")
+    app = create_app(ServeConfig(grpc_port=0, request_timeout_s=0.2), registry=reg, loader=h.slow_loader(0.6))
+    with ServerThread(app):
+        stub = pb_grpc.GRPCInferenceServiceStub(grpc.insecure_channel(grpc_address(app)))
+        req = pb.ModelInferRequest(model_name="digits")
+        req.inputs.add(name="x", datatype="FP32", shape=[1, 1, 8, 8])
+        req.raw_input_contents.append(h.X[:1].tobytes())
+        with pytest.raises(grpc.RpcError) as e:  # the server's request_timeout_s, the client waits longer
+            stub.ModelInfer(req, timeout=30)
+        assert e.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED and "request_timeout_s" in e.value.details()
+        assert stub.ServerLive(pb.ServerLiveRequest(), timeout=30).live
+
+
 def test_deadline_and_overload(tmp_path, models, h):
     reg = Registry(tmp_path / "reg")
     reg.register(models["1.0.0"], "digits", "1.0.0", example_inputs=h.X[:1], stage="production")
