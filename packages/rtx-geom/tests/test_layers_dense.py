@@ -262,3 +262,25 @@ def test_batch_equals_one_by_one(name):
     ptr = b.ptr.numpy()
     for k, g in enumerate(graphs):
         np.testing.assert_allclose(out[ptr[k]:ptr[k + 1]], m(g.x, g.edge_index).detach().numpy(), atol=1e-10)
+
+
+def test_jumping_knowledge_modes():
+    xs = [rng.standard_normal((N, 4)) for _ in range(3)]
+    np.testing.assert_array_equal(gnn.JumpingKnowledge("cat")([t(x) for x in xs]).numpy(), np.concatenate(xs, -1))
+    np.testing.assert_array_equal(gnn.JumpingKnowledge("max")([t(x) for x in xs]).numpy(), np.maximum.reduce(xs))
+    jk = f64(gnn.JumpingKnowledge("lstm", channels=4, num_layers=3))
+    assert sorted(jk.state_dict()) == sorted(
+        [f"lstm.{w}_{g}_l0{r}" for w in ("weight", "bias") for g in ("ih", "hh") for r in ("", "_reverse")] +
+        ["att.weight", "att.bias"])
+    assert jk.lstm.hidden_size == 6  # (num_layers * channels) // 2, as PyG
+    # the attention weights are a distribution over layers: the same input at every layer comes back unchanged
+    with rtx.no_grad():
+        np.testing.assert_allclose(jk([t(xs[0])] * 3).numpy(), xs[0], atol=1e-12)
+    ins = [rtx.tensor(x, requires_grad=True) for x in xs]
+    assert gradcheck(lambda *a: jk(list(a)), ins, eps=1e-6, atol=1e-6)
+    with pytest.raises(ValueError, match="channels and num_layers"):
+        gnn.JumpingKnowledge("lstm")
+    with pytest.raises(ValueError, match="'cat', 'max' or 'lstm'"):
+        gnn.JumpingKnowledge("sum")
+    with pytest.raises(ValueError, match="jk must be"):
+        gnn.GCN(4, 8, 2, jk="sum")

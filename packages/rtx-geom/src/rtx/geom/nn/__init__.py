@@ -14,12 +14,12 @@ from .conv import (
 from .linear import Linear
 from .message_passing import MessagePassing
 from .mlp import MLP
-from .models import GAE, GAT, GCN, GIN, VGAE, GraphSAGE, InnerProductDecoder
+from .models import GAE, GAT, GCN, GIN, VGAE, GraphSAGE, InnerProductDecoder, JumpingKnowledge
 from .norm import BatchNorm, LayerNorm
 from .pool import global_add_pool, global_max_pool, global_mean_pool
 
 __all__ = [
     "BatchNorm", "ChebConv", "EdgeConv", "GAE", "GAT", "GATConv", "GATv2Conv", "GCN", "GCNConv", "GIN", "GINConv",
-    "GINEConv", "GraphConv", "GraphSAGE", "InnerProductDecoder", "LayerNorm", "Linear", "MLP", "MessagePassing",
-    "SAGEConv", "TransformerConv", "VGAE", "global_add_pool", "global_max_pool", "global_mean_pool",
+    "GINEConv", "GraphConv", "GraphSAGE", "InnerProductDecoder", "JumpingKnowledge", "LayerNorm", "Linear", "MLP",
+    "MessagePassing", "SAGEConv", "TransformerConv", "VGAE", "global_add_pool", "global_max_pool", "global_mean_pool",
 ]

@@ -1,11 +1,11 @@
 """GCN, GraphSAGE, GIN, GAT: stacks of one convolution with activation, norm and dropout between
 (PyG's torch_geometric.nn.models.basic_gnn; same arguments and state_dict keys)."""
-import rtx
 import rtx.nn as nn
 import rtx.nn.functional as F
 
 from ..conv import GATConv, GATv2Conv, GCNConv, GINConv, SAGEConv
 from ..mlp import MLP, activation, normalization
+from .jumping_knowledge import JumpingKnowledge
 
 
 class BasicGNN(nn.Module):
@@ -15,9 +15,8 @@ class BasicGNN(nn.Module):
     def __init__(self, in_channels, hidden_channels, num_layers, out_channels=None, dropout=0.0, act="relu",
                  act_first=False, act_kwargs=None, norm=None, norm_kwargs=None, jk=None, **kwargs):
         super().__init__()
-        if jk not in (None, "last", "cat", "max"):
-            raise NotImplementedError(f"rtx.geom models support jk=None, 'last', 'cat' or 'max', got {jk!r} "
-                                      f"('lstm' jumping knowledge is not built yet)")
+        if jk not in (None, "last", "cat", "max", "lstm"):
+            raise ValueError(f"jk must be None, 'last', 'cat', 'max' or 'lstm', got {jk!r}")
         self.in_channels, self.hidden_channels, self.num_layers = in_channels, hidden_channels, num_layers
         self.dropout_p, self.act, self.act_first, self.norm, self.norm_kwargs = dropout, activation(act), act_first, \
             norm, norm_kwargs
@@ -33,6 +32,8 @@ class BasicGNN(nn.Module):
         # one norm after every conv but the last; after the last too when jk is set (PyG's layout and keys)
         self.norms = nn.ModuleList([normalization(norm, hidden_channels, norm_kwargs)
                                     for _ in range(num_layers - 1 + (jk is not None))])
+        if jk is not None and jk != "last":
+            self.jk = JumpingKnowledge(jk, hidden_channels, num_layers)
         if jk is not None:
             self.lin = nn.Linear(num_layers * hidden_channels if jk == "cat" else hidden_channels, self.out_channels)
 
@@ -40,7 +41,8 @@ class BasicGNN(nn.Module):
         raise NotImplementedError
 
     def reset_parameters(self):
-        for m in list(self.convs) + list(self.norms) + ([self.lin] if self.jk_mode is not None else []):
+        extra = [getattr(self, "jk", None), getattr(self, "lin", None)]
+        for m in list(self.convs) + list(self.norms) + [m for m in extra if m is not None]:
             if hasattr(m, "reset_parameters"):
                 m.reset_parameters()
 
@@ -61,10 +63,8 @@ class BasicGNN(nn.Module):
                     x = self.act(x)
                 x = F.dropout(x, p=self.dropout_p, training=self.training)
                 xs.append(x)
-        if self.jk_mode == "cat":
-            x = rtx.cat(xs, -1)
-        elif self.jk_mode == "max":
-            x = rtx.stack(xs, -1).amax(-1)
+        if self.jk_mode not in (None, "last"):
+            x = self.jk(xs)
         return self.lin(x) if self.jk_mode is not None else x
 
     def __repr__(self):
