@@ -11,6 +11,12 @@ imports the private `rtx._tensor.*` modules (their layout may change; this modul
   bypasses version counters, as `t.data` writes do in PyTorch); `wrap(array, grad_fn=None,
   output_nr=0)` makes a Tensor that holds `array` itself (no copy; a Primitive's backward returns
   these). Use them instead of the private `t._data` / `Tensor._make`.
+- Versions: `increment_version(t)` records an in-place write made on `raw(t)` (PyTorch's
+  `torch.autograd.graph.increment_version`): a graph that saved `t` then refuses to backward through
+  the overwritten values instead of using them silently. Call it once per write, as the core's
+  in-place ops do. `set_raw(t, array)` makes `t` hold `array` itself (no copy; shape, dtype and
+  device become the array's) and increments its version: the same object, now with new storage
+  (how nn.Module.to / .double() convert parameters that optimizers hold). `t._version` reads it.
 - Operand helpers: `cast(t, np_dtype)` (a differentiable dtype cast), `xp_of(t)` (NumPy or CuPy),
   `dims(dim, ndim, op)` (normalised tuple of dims), `wrap_dim(dim, ndim)`, `sum_to(grad, shape)`
   (undo broadcasting in a backward), `check_same_device(a, b, op)`, `add_at(out, index, values)`
@@ -35,6 +41,8 @@ imports the private `rtx._tensor.*` modules (their layout may change; this modul
 """
 from operator import attrgetter
 
+import numpy as np
+
 from rtx._tensor import autocast_state as autocast
 from rtx._tensor.function import NO_GRAPH, Primitive, current_hook, op_name, primitive, recording, registered_ops
 from rtx._tensor.ops._util import cast, check_same_device, dev_of, dims, sum_to, wrap_dim, xp_of
@@ -47,10 +55,28 @@ from rtx._tensor.tensor import Size, Tensor
 # A C-level attribute getter: as fast as `t._data` in a hot path, without naming the slot.
 raw = attrgetter("_data")
 wrap = Tensor._make
+# The method the core's in-place ops use: a plain function, no wrapper in optimizers' hot loops.
+increment_version = Tensor._bump
+
+
+def set_raw(t, array):
+    """t now holds `array` (no copy) and its version is incremented, as after an in-place op.
+
+    The tensor object stays the same (optimizers, hooks and modules that hold it see the new
+    values); its grad, requires_grad and grad_fn are left alone. Tensors that shared the old
+    storage (views, `.data`, `detach()`) keep the old array, as after PyTorch's `param.data = new`.
+    """
+    if type(t) is not Tensor:
+        raise TypeError(f"set_raw expects a Tensor as its first argument, got {type(t).__name__}")
+    if not isinstance(array, np.ndarray) and not hasattr(type(array), "__cuda_array_interface__"):
+        raise TypeError(f"set_raw expects a NumPy or CuPy array (use raw(tensor) for a Tensor's own), "
+                        f"got {type(array).__name__}")
+    t._data = array
+    t._vc[0] += 1
 
 __all__ = [
     "NO_GRAPH", "Primitive", "Size", "Tensor", "add_at", "apply_inplace", "autocast", "cast", "check_same_device",
-    "dev_of", "dims", "inplace_binary", "inplace_unary", "logsigmoid", "parse_to", "raw", "softplus", "sum_to", "wrap",
-    "wrap_dim", "write_result", "xp_of",
+    "dev_of", "dims", "increment_version", "inplace_binary", "inplace_unary", "logsigmoid", "parse_to", "raw",
+    "set_raw", "softplus", "sum_to", "wrap", "wrap_dim", "write_result", "xp_of",
     "current_hook", "op_name", "primitive", "recording", "registered_ops",
 ]

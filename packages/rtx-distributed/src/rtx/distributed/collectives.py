@@ -10,7 +10,7 @@ Tensors must be contiguous (MPI and NCCL work on the tensor's own memory). A ran
 from __future__ import annotations
 
 from rtx.distributed.process_group import ReduceOp, Work, _resolve
-from rtx.extend import Tensor, raw
+from rtx.extend import Tensor, increment_version, raw
 from rtx.runtime import array_module
 
 __all__ = ["all_gather", "all_gather_into_tensor", "all_gather_object", "all_reduce", "all_to_all",
@@ -37,7 +37,7 @@ def _same(t, ref, name, what):
 def _written(*tensors):
     def finish(work):
         for t in tensors:
-            t._vc[0] += 1  # an in-place write: autograd's saved-tensor checks must see it
+            increment_version(t)  # an in-place write: autograd's saved-tensor checks must see it
     return finish
 
 
@@ -157,7 +157,7 @@ def all_gather(tensor_list, tensor, group=None, async_op=False):
     def scatter_out(_):
         for t, row in zip(tensor_list, flat):
             raw(t).reshape(-1)[...] = row
-            t._vc[0] += 1
+            increment_version(t)
     return _run(pg.for_array(a).allgather(flat, a), async_op, scatter_out)
 
 
@@ -200,7 +200,7 @@ def gather(tensor, gather_list=None, dst=None, group=None, async_op=False, group
         if flat is not None:
             for t, row in zip(gather_list, flat):
                 raw(t).reshape(-1)[...] = row
-                t._vc[0] += 1
+                increment_version(t)
     return _run(pg.for_array(a).gather(flat, a, root), async_op, scatter_out)
 
 
@@ -273,7 +273,7 @@ def all_to_all(output_tensor_list, input_tensor_list, group=None, async_op=False
         o = 0
         for t in output_tensor_list:
             raw(t).reshape(-1)[...] = out[o:o + t.numel()]
-            t._vc[0] += 1
+            increment_version(t)
             o += t.numel()
     work = pg.for_array(ref).alltoall(out, inp, [t.numel() * item for t in output_tensor_list],
                                       [t.numel() * item for t in input_tensor_list])

@@ -29,7 +29,7 @@ import numpy as np
 
 from rtx.autograd.grad_mode import _state as _grad_state
 from rtx.distributed.process_group import ReduceOp, _resolve
-from rtx.extend import Tensor, raw, wrap
+from rtx.extend import Tensor, increment_version, raw, wrap
 from rtx.nn.modules.module import Module
 from rtx.runtime import array_module
 
@@ -64,7 +64,7 @@ def broadcast_coalesced(pg, tensors, src_group_rank=0) -> None:
         for t in ts:
             n = raw(t).size
             raw(t)[...] = flat[o:o + n].reshape(raw(t).shape)  # not reshape(-1)[...]: a copy if t is strided
-            t._vc[0] += 1
+            increment_version(t)
             o += n
 
 
@@ -214,12 +214,12 @@ class _Reducer:
                 if self.as_view:
                     if p.grad is None or raw(p.grad).base is not b.buffer:
                         p.grad = wrap(view)
-                    p.grad._vc[0] += 1
+                    increment_version(p.grad)
                 elif p.grad is None:
                     p.grad = wrap(view.copy())
                 else:
                     raw(p.grad)[...] = view
-                    p.grad._vc[0] += 1
+                    increment_version(p.grad)
         self.finished, self.expect = True, False
 
     def unfinished_message(self) -> str:

@@ -69,7 +69,7 @@ class _Recorder:
         self.active = True
 
     def bind(self, t, ref):
-        self.tensors[id(t)] = (ref, t._vc[0])
+        self.tensors[id(t)] = (ref, t._version)
         self.arrays[id(raw(t))] = ref
         self.keep.append(t)
 
@@ -77,7 +77,7 @@ class _Recorder:
         hit = self.tensors.get(id(t))
         if hit is not None:
             ref, version = hit
-            if t._vc[0] != version:
+            if t._version != version:
                 raise TraceError("a traced tensor was modified in place by an operation the tracer does not see "
                                  "(setitem, copy_, fill_, zero_, or an in-place op on a view of it); write it out "
                                  "of place, e.g. x = x.clone() first or rtx.where(...)")

@@ -7,7 +7,7 @@ fast paths test `type(t) is Tensor`, and ops on parameters must return plain Ten
 from __future__ import annotations
 
 import rtx
-from rtx.extend import Tensor, raw, wrap
+from rtx.extend import Tensor
 
 
 class _ParameterMeta(type):
@@ -24,8 +24,9 @@ class Parameter(metaclass=_ParameterMeta):
             data = rtx.empty(0)
         if type(data) is not Tensor:
             raise TypeError(f"Parameter expects a Tensor, got {type(data).__name__}")
-        p = wrap(raw(data))
-        p._vc = data._vc
+        # rtx's `.data` shares storage and version counter with `data` (as PyTorch's Parameter
+        # does), detached, without being recorded as a view of it.
+        p = data.data
         p.__dict__["_is_param"] = True
         if cls is not Parameter:
             p.__dict__["_param_kind"] = cls

@@ -16,7 +16,7 @@ from enum import Enum
 
 import numpy as np
 
-from rtx.extend import Tensor, raw
+from rtx.extend import Tensor, increment_version, raw
 from rtx.runtime.dtypes import float16
 
 __all__ = ["GradScaler", "OptState"]
@@ -98,7 +98,7 @@ class GradScaler:
                 a = raw(g)
                 if inv_scale != 1.0:
                     a *= inv_scale
-                    g._vc[0] += 1
+                    increment_version(g)
                 total = a.sum(dtype=np.float64)
                 key = str(g.device)
                 found[key] = total if key not in found else found[key] + total

@@ -145,7 +145,8 @@ class LBFGS(Optimizer):
         offset = 0
         for p in self._params:
             n = raw(p).size
-            p._data += step_size * update[offset:offset + n].reshape(raw(p).shape)
+            a = raw(p)
+            a += step_size * update[offset:offset + n].reshape(a.shape)
             _bump(p)
             offset += n
         assert offset == self._numel()

@@ -77,7 +77,8 @@ def nadam(params, grads, exp_avgs, exp_avg_sqs, mu_products, state_steps, decoup
             g = _grad_with_decay(p, _a(grad), weight_decay, maximize)
         mu = beta1 * (1.0 - 0.5 * 0.96 ** (step * momentum_decay))
         mu_next = beta1 * (1.0 - 0.5 * 0.96 ** ((step + 1) * momentum_decay))
-        mu_product._data *= mu
+        mp = raw(mu_product)
+        mp *= mu
         _bump(mu_product)
         prod = float(raw(mu_product))
         tmp = np.empty_like(m)

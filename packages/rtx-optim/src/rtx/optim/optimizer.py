@@ -1,7 +1,7 @@
 """Optimizer: the base of every optimizer, with PyTorch's param_groups, state, state_dict format,
 hooks and errors.
 
-Updates are written on the parameters' arrays (`p._data`, NumPy or CuPy) in place, never through
+Updates are written on the parameters' arrays (`rtx.extend.raw(p)`, NumPy or CuPy) in place, never through
 Tensor ops: an optimizer step builds no graph and makes no Tensor objects. Each in-place write
 bumps the parameter's version counter once, so autograd still notices a parameter that a saved
 graph depends on has changed.
@@ -17,7 +17,7 @@ from typing import Any, Callable
 import numpy as np
 
 from rtx.autograd.grad_mode import enable_grad, no_grad
-from rtx.extend import Tensor, raw, wrap
+from rtx.extend import Tensor, increment_version, raw, wrap
 from rtx.runtime.dtypes import float32 as _float32
 
 __all__ = ["Optimizer", "register_optimizer_step_pre_hook", "register_optimizer_step_post_hook", "required"]
@@ -258,7 +258,7 @@ class Optimizer:
                     else:
                         g.requires_grad = False
                     raw(g).fill(0)
-                    g._vc[0] += 1
+                    increment_version(g)
 
     def step(self, closure: Callable[[], Any] | None = None):
         """Perform one optimization step; `closure` re-evaluates the model and returns the loss."""
@@ -459,8 +459,9 @@ def _scalar_state(value: float = 0.0) -> Tensor:
 
 def _advance(step_t: Tensor) -> float:
     """step += 1 on the state's scalar tensor; returns the new value as a Python float."""
-    step_t._data += 1
-    step_t._vc[0] += 1
+    a = raw(step_t)
+    a += 1
+    increment_version(step_t)
     return float(raw(step_t))
 
 
@@ -492,9 +493,7 @@ def _lr(lr):
     return lr
 
 
-def _bump(p: Tensor) -> None:
-    p._vc[0] += 1
-
+_bump = increment_version  # after each in-place write on raw(p)
 
 
 def _grad_with_decay(param, grad, weight_decay, maximize):

@@ -1,11 +1,13 @@
 """subgraph (edges among a node subset) and k_hop_subgraph (the nodes within k hops)."""
 import numpy as np
 
+from rtx.extend import Tensor
+
 from ._index import arr, check_edge_index, num_nodes_of, select, wrap, xp
 
 
 def _mask_of(subset, n, m):
-    s = arr(subset) if hasattr(subset, "_data") else m.asarray(subset)
+    s = arr(subset) if isinstance(subset, Tensor) else m.asarray(subset)
     if s.dtype == bool:
         return s
     mask = m.zeros(n, dtype=bool)
@@ -18,7 +20,7 @@ def subgraph(subset, edge_index, edge_attr=None, relabel_nodes=False, num_nodes=
     check_edge_index(edge_index, "subgraph")
     m = xp(edge_index)
     a = arr(edge_index)
-    s = arr(subset) if hasattr(subset, "_data") else m.asarray(subset)
+    s = arr(subset) if isinstance(subset, Tensor) else m.asarray(subset)
     n = s.size if s.dtype == bool else max(num_nodes_of(edge_index, num_nodes),
                                              int(s.max()) + 1 if s.size else 0)
     mask = _mask_of(subset, n, m)
@@ -43,7 +45,7 @@ def k_hop_subgraph(node_idx, num_hops, edge_index, relabel_nodes=False, num_node
     a = arr(edge_index)
     n = num_nodes_of(edge_index, num_nodes)
     row, col = (a[0], a[1]) if flow == "target_to_source" else (a[1], a[0])
-    seeds = m.atleast_1d(m.asarray(arr(node_idx) if hasattr(node_idx, "_data") else node_idx)).astype(np.int64)
+    seeds = m.atleast_1d(m.asarray(arr(node_idx) if isinstance(node_idx, Tensor) else node_idx)).astype(np.int64)
     subsets = [seeds]
     mask = m.zeros(n, dtype=bool)
     for _ in range(num_hops):

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from rtx.extend import Primitive, Tensor, add_at, raw, wrap
+from rtx.extend import Primitive, Tensor, add_at, increment_version, raw, wrap
 from rtx.runtime.devices import array_module
 
 __all__ = ["embedding", "embedding_bag"]
@@ -101,7 +101,7 @@ def _renorm_(weight, idx, max_norm, norm_type):
         norms = (xp.abs(sel) ** norm_type).sum(axis=-1) ** (1.0 / norm_type)
     scale = xp.where(norms > max_norm, max_norm / (norms + 1e-7), 1.0).astype(w.dtype)
     w[rows] = sel * scale[:, None]
-    weight._vc[0] += 1
+    increment_version(weight)
 
 
 def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, scale_grad_by_freq=False, sparse=False):

@@ -19,7 +19,7 @@ import numbers
 import numpy as np
 
 from rtx.autograd.grad_mode import _state
-from rtx.extend import Primitive, Tensor, cast, current_hook, raw, sum_to, wrap
+from rtx.extend import Primitive, Tensor, cast, current_hook, increment_version, raw, sum_to, wrap
 from rtx.extend import autocast as _autocast
 from rtx.runtime import dtypes as _dt
 
@@ -147,9 +147,10 @@ def _sum_to(a, shape):
 def _update_running(running, batch_stat, momentum):
     """running <- (1 - momentum) * running + momentum * batch_stat, in place (a buffer)."""
     new = batch_stat.astype(raw(running).dtype, copy=False)
-    running._data *= 1 - momentum
-    running._data += momentum * new
-    running._vc[0] += 1
+    r = raw(running)
+    r *= 1 - momentum
+    r += momentum * new
+    increment_version(running)
 
 
 def batch_norm_scale_shift(running_mean, running_var, eps, weight=None, bias=None):

@@ -6,7 +6,7 @@ import itertools
 from collections import OrderedDict, namedtuple
 
 import rtx
-from rtx.extend import Tensor, raw
+from rtx.extend import Tensor, raw, set_raw
 from rtx.nn.parameter import Parameter, is_parameter
 
 
@@ -313,9 +313,10 @@ class Module:
                 if p is None:
                     continue
                 new = fn(p)
-                if raw(new) is not raw(p):  # an unchanged tensor keeps its version
-                    p._data = raw(new)
-                    p._vc[0] += 1
+                # New storage bumps the version, so a graph that saved the old values refuses to
+                # backward through them; an unchanged tensor keeps its version.
+                if raw(new) is not raw(p):
+                    set_raw(p, raw(new))
                 if p.grad is not None:
                     p.grad = fn(p.grad)
             for key, b in self._buffers.items():
