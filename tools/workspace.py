@@ -14,7 +14,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ROOT / "packages"
 
-# Lowest first, as in DESIGN.md. A package imports only from its own layer or below.
+# Lowest first, as in docs/architecture.md. A package imports only from its own layer or below.
 LAYERS = ["foundation", "core", "training", "production", "models", "specialized"]
 
 # Inside the foundation layer the order is stricter: the autograd engine never imports the

@@ -1,6 +1,6 @@
 """write_atomic: the one way rtx replaces a file so that a crash leaves the old content or the new,
-never a torn mix (used by rtx.config.dump, rtx.hub's registry, rtx.monitoring's CSV log and
-rtx.distributed's checkpoints).
+never a torn mix (used by rtx.config.dump, rtx.hub's registry, rtx.monitoring's CSV log,
+rtx.distributed's checkpoints and rtx.etl's Arrow cache; tests/test_workspace.py finds new copies).
 
 It lives here, in a standard-library-only foundation package, because its users include packages
 that must stay free of NumPy (rtx-config, rtx-monitoring).

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pyarrow as pa
 
+from rtx.config.files import write_atomic
+
 
 def default_cache_dir() -> Path:
     return Path(os.environ.get("RTX_ETL_CACHE", Path.home() / ".cache" / "rtx" / "etl"))
@@ -79,10 +81,14 @@ def load(cache_dir: Path, fp: str):
 
 
 def save(cache_dir: Path, fp: str, table: pa.Table, info: dict) -> Path:
+    """Both files through rtx.config.files.write_atomic: a crashed or failed run never leaves a half
+    cache file that looks whole (the table is written first: a table without its .json is a miss)."""
     cache_dir.mkdir(parents=True, exist_ok=True)
-    path, tmp = cache_dir / f"{fp}.arrow", cache_dir / f"{fp}.arrow.tmp{os.getpid()}"
-    with pa.OSFile(str(tmp), "wb") as f, pa.ipc.new_file(f, table.schema) as w:
-        w.write_table(table)
-    os.replace(tmp, path)  # atomic: a crashed run never leaves a half cache file that looks whole
-    (cache_dir / f"{fp}.json").write_text(json.dumps(info, default=str))
+    path = cache_dir / f"{fp}.arrow"
+
+    def write_table(f):
+        with pa.ipc.new_file(f, table.schema) as w:
+            w.write_table(table)
+    write_atomic(path, write_table)
+    write_atomic(cache_dir / f"{fp}.json", json.dumps(info, default=str))
     return path
