@@ -270,8 +270,8 @@ def test_load_hf_split_sequence_and_ignore_merges(tmp_path):
 
 def test_load_rejects_other_tokenizers(tmp_path):
     p = tmp_path / "t.json"
-    p.write_text(json.dumps({"model": {"type": "WordPiece", "vocab": {}}}), encoding="utf-8")
-    with pytest.raises(ValueError, match="model.type must be 'BPE'"):
+    p.write_text(json.dumps({"model": {"type": "Unigram", "vocab": []}}), encoding="utf-8")
+    with pytest.raises(ValueError, match="model.type must be 'BPE' or 'WordPiece' .WordPieceTokenizer., got 'Unigram'"):
         load_tokenizer(p)
     p.write_text(json.dumps({"pre_tokenizer": {"type": "Metaspace"},
                              "model": {"type": "BPE", "vocab": {}, "merges": [], "byte_fallback": True}}))

@@ -3,6 +3,7 @@ the special-token properties a generation loop asks for (eos, pad)."""
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Iterable, Sequence
 
@@ -185,16 +186,34 @@ class Tokenizer:
             sequences = sequences.tolist()
         return [self.decode(s, skip_special_tokens=skip_special_tokens) for s in sequences]
 
-    def __call__(self, text, padding: bool | str = True, return_tensors: str | None = "rtx",
-                 padding_side: str | None = None, add_special_tokens: bool = True) -> BatchEncoding:
-        """Encode one text or a list of texts: `input_ids` and `attention_mask`, padded to the
-        longest with `pad_token_id` on `padding_side` ("left" by default: what generation wants).
-        return_tensors="rtx" gives int64 Tensors (needs equal lengths, so padding); None gives lists.
-        add_special_tokens: apply the post-processor (BOS, [CLS]/[SEP]) as encode does."""
+    #: what tokenizer(...) returns by default; token_type_ids also come whenever text_pair is given
+    model_input_names = ("input_ids", "attention_mask")
+
+    def __call__(self, text, text_pair=None, padding: bool | str = True, return_tensors: str | None = "rtx",
+                 padding_side: str | None = None, add_special_tokens: bool = True,
+                 return_token_type_ids: bool | None = None) -> BatchEncoding:
+        """Encode one text or a list of texts (with `text_pair`: pairs, for BERT-style models):
+        `input_ids` and `attention_mask`, padded to the longest with `pad_token_id` on
+        `padding_side` ("left" by default: what generation wants; WordPiece tokenizers: "right").
+        `token_type_ids` (the post-processor's, 0 for padding) come when return_token_type_ids is
+        True, or when it is None and pairs are encoded or the tokenizer's model_input_names
+        name them (BERT's WordPiece). return_tensors="rtx" gives int64 Tensors (needs equal
+        lengths, so padding); None gives lists. add_special_tokens: apply the post-processor
+        (BOS, [CLS]/[SEP]) as encode does."""
         texts = [text] if isinstance(text, str) else list(text)
         if not texts:
             raise ValueError("tokenizer(...) needs at least one text")
-        encoded = [self.encode(t, add_special_tokens=add_special_tokens) for t in texts]
+        if text_pair is None:
+            pairs = [None] * len(texts)
+        else:
+            pairs = [text_pair] if isinstance(text_pair, str) else list(text_pair)
+            if isinstance(text, str) != isinstance(text_pair, str) or len(pairs) != len(texts):
+                raise ValueError(f"text_pair must match text: one str each, or lists of equal length; got "
+                                 f"{len(texts)} text(s) and {len(pairs)} pair text(s)")
+        rows = [self.encode_with_types(t, p, add_special_tokens=add_special_tokens) for t, p in zip(texts, pairs)]
+        encoded, types = [list(r[0]) for r in rows], [list(r[1]) for r in rows]
+        if return_token_type_ids is None:
+            return_token_type_ids = text_pair is not None or "token_type_ids" in self.model_input_names
         side = padding_side or self.padding_side
         if side not in ("left", "right"):
             raise ValueError(f"padding_side must be 'left' or 'right', got {side!r}")
@@ -209,15 +228,17 @@ class Tokenizer:
                 if k:
                     encoded[j] = [pad] * k + e if side == "left" else e + [pad] * k
                     masks[j] = [0] * k + masks[j] if side == "left" else masks[j] + [0] * k
+                    types[j] = [0] * k + types[j] if side == "left" else types[j] + [0] * k
+        fields = {"input_ids": encoded, **({"token_type_ids": types} if return_token_type_ids else {}),
+                  "attention_mask": masks}
         if return_tensors is None:
-            return BatchEncoding(input_ids=encoded, attention_mask=masks)
+            return BatchEncoding(fields)
         if return_tensors not in ("rtx", "pt"):
             raise ValueError(f"return_tensors must be 'rtx' (or 'pt') or None, got {return_tensors!r}")
         if len({len(e) for e in encoded}) > 1:
             raise ValueError("texts of different lengths need padding=True to become one tensor")
         import rtx
-        return BatchEncoding(input_ids=rtx.tensor(encoded, dtype=rtx.int64),
-                             attention_mask=rtx.tensor(masks, dtype=rtx.int64))
+        return BatchEncoding({k: rtx.tensor(v, dtype=rtx.int64) for k, v in fields.items()})
 
     # ---- what subclasses provide ----------------------------------------------------------
     def _encode_ordinary(self, text: str) -> list[int]:
@@ -237,6 +258,22 @@ class Tokenizer:
 
     def _roles_json(self) -> dict:
         return {r: getattr(self, r) for r in self._ROLES if getattr(self, r) is not None}
+
+
+def roles_from_config(path, names, roles: dict) -> dict:
+    """`roles` completed from the tokenizer_config.json beside tokenizer.json `path` (HF writes
+    the special-token roles there, as strings or AddedToken dicts); given roles win."""
+    roles = dict(roles)
+    config = os.path.join(os.path.dirname(os.fspath(path)), "tokenizer_config.json")
+    if os.path.exists(config):
+        cfg = read_json(config)
+        for role in names:
+            v = cfg.get(role)
+            if isinstance(v, dict):
+                v = v.get("content")
+            if isinstance(v, str) and role not in roles:
+                roles[role] = v
+    return roles
 
 
 def read_json(path) -> dict:

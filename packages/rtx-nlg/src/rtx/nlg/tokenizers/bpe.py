@@ -273,7 +273,7 @@ class ByteLevelBPETokenizer(Tokenizer):
         model = data["model"]
         mtype = model.get("type", "BPE" if "merges" in model else None)
         if mtype != "BPE":
-            raise ValueError(f"{where}: model.type must be 'BPE', got {mtype!r}")
+            raise ValueError(f"{where}: model.type must be 'BPE' or 'WordPiece' (WordPieceTokenizer), got {mtype!r}")
         if model.get("byte_fallback") or model.get("continuing_subword_prefix") or model.get("end_of_word_suffix"):
             raise ValueError(f"{where}: only byte-level BPE is supported; this model uses byte_fallback/"
                              f"continuing_subword_prefix/end_of_word_suffix (a SentencePiece- or WordPiece-style BPE)")
