@@ -7,7 +7,7 @@ import pytest
 from safetensors.numpy import load_file
 
 import rtx
-from rtx.multimodal import VisionEncoderDecoderConfig, VisionEncoderDecoderModel, ViTConfig
+from rtx.multimodal import EncoderDecoderCache, VisionEncoderDecoderConfig, VisionEncoderDecoderModel, ViTConfig
 from rtx.transformers import GPT2Config
 from rtx.transformers.configuration import UnsupportedConfigError
 from rtx.transformers.gpt2 import GPT2LMHeadModel
@@ -38,6 +38,16 @@ def test_gpt2_cross_attention_matches_transformers():
         np.testing.assert_allclose(out.logits.numpy(), z["logits"], atol=1e-5)
         nxt = model(_t(z["step_ids"]), encoder_hidden_states=enc, encoder_attention_mask=mask,
                     past_key_values=out.past_key_values, use_cache=True)
+        np.testing.assert_allclose(nxt.logits.numpy(), z["step_logits"], atol=1e-5)
+        assert isinstance(out.past_key_values, EncoderDecoderCache)
+        # a cache built by the caller (rtx.multimodal's export) is filled the same way
+        own = EncoderDecoderCache()
+        first = model(_t(z["ids"]), encoder_hidden_states=enc, encoder_attention_mask=mask, past_key_values=own,
+                      use_cache=True)
+        assert first.past_key_values is own and own.length() == z["ids"].shape[1]
+        assert own.cross_attention_cache.length() == z["enc"].shape[1]
+        nxt = model(_t(z["step_ids"]), encoder_hidden_states=enc, encoder_attention_mask=mask,
+                    past_key_values=own, use_cache=True)
         np.testing.assert_allclose(nxt.logits.numpy(), z["step_logits"], atol=1e-5)
         plain = model(_t(z["ids"]), encoder_hidden_states=enc)
         np.testing.assert_allclose(plain.logits.numpy(), z["nomask_logits"], atol=1e-5)

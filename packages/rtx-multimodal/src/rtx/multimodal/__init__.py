@@ -19,14 +19,18 @@ from rtx.multimodal.modeling_clip import (
                                           contrastive_loss,
 )
 from rtx.multimodal.modeling_vision_encoder_decoder import (
-                                                             Seq2SeqLMOutput,
-                                                             VisionEncoderDecoderConfig,
-                                                             VisionEncoderDecoderModel,
+                                          Seq2SeqLMOutput,
+                                          VisionEncoderDecoderConfig,
+                                          VisionEncoderDecoderModel,
 )
 from rtx.multimodal.modeling_vit import ViTConfig, ViTModel
 from rtx.multimodal.processing_clip import CLIPProcessor
 from rtx.multimodal.tokenization_clip import CLIPTokenizer
 from rtx.multimodal.zero_shot import retrieval_metrics, zero_shot_classifier, zero_shot_classify
+
+# The decoder's cache type (self-attention KV plus the cross-attention K/V projected once), for callers that build
+# one or check past_key_values; transformers exports it at its top level.
+from rtx.transformers.gpt2 import EncoderDecoderCache
 
 __version__ = "0.1.0"
 
@@ -34,4 +38,4 @@ __all__ = ["CLIPConfig", "CLIPTextConfig", "CLIPVisionConfig", "CLIPModel", "CLI
            "CLIPVisionModel", "CLIPTextModelWithProjection", "CLIPVisionModelWithProjection", "clip_loss",
            "contrastive_loss", "CLIPTokenizer", "CLIPImageProcessor", "CLIPProcessor", "zero_shot_classify",
            "zero_shot_classifier", "retrieval_metrics", "ViTConfig", "ViTModel", "VisionEncoderDecoderConfig",
-           "VisionEncoderDecoderModel", "Seq2SeqLMOutput"]
+           "VisionEncoderDecoderModel", "Seq2SeqLMOutput", "EncoderDecoderCache"]
