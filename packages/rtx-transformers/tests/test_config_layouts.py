@@ -73,7 +73,10 @@ def test_bert_num_labels_from_id2label():
 
 
 @pytest.mark.parametrize("cls, key, value, words", [
-    (LlamaConfig, "rope_parameters", {"rope_theta": 1e4, "rope_type": "yarn", "factor": 4.0}, "rope_type='yarn'"),
+    (LlamaConfig, "rope_parameters", {"rope_theta": 1e4, "rope_type": "proportional", "partial_rotary_factor": 0.5},
+     "rope_type='proportional'"),
+    (LlamaConfig, "rope_scaling", {"rope_type": "yarn", "factor": 4.0, "extrapolation_factor": 1.0},
+     "rope_scaling.extrapolation_factor=1.0"),
     (LlamaConfig, "rope_scaling", {"rope_type": "longrope", "factor": 4.0}, "rope_type='longrope'"),
     (LlamaConfig, "rope_scaling", {"rope_type": "linear", "factor": 2.0, "partial_rotary_factor": 0.5},
      "rope_scaling.partial_rotary_factor=0.5"),

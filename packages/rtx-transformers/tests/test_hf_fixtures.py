@@ -120,9 +120,9 @@ def test_bert_head_matches_transformers(path, precision):
 # Every rope_type transformers 4.57 / 5.24 computes (their ROPE_INIT_FUNCTIONS, recorded by
 # make_fixtures.py in versions.json): either rtx computes it and a fixture of that type matches
 # above, or a config asking for it is refused, naming it. Settings as transformers writes them.
-ROPE_FIXTURE = {"default": "mistral", "linear": "llama_linear_mqa", "llama3": "llama3", "dynamic": "llama_dynamic"}
+ROPE_FIXTURE = {"default": "mistral", "linear": "llama_linear_mqa", "llama3": "llama3", "dynamic": "llama_dynamic",
+                "yarn": "llama_yarn"}  # llama_yarn_mscale too: DeepSeek's mscale keys, truncate false
 ROPE_REFUSED = {
-    "yarn": {"factor": 4.0, "original_max_position_embeddings": 16},
     "longrope": {"short_factor": [1.0] * 4, "long_factor": [2.0] * 4, "original_max_position_embeddings": 16},
     "proportional": {"partial_rotary_factor": 0.5},  # Gemma 4's
 }

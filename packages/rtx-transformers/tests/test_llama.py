@@ -194,5 +194,5 @@ def test_training_step_and_errors():
         LlamaConfig(num_attention_heads=4, num_key_value_heads=3, hidden_size=32)
     with pytest.raises(ValueError, match="attention_mask"):
         model(ids, attention_mask=rtx.ones(2, 5))
-    with pytest.raises(NotImplementedError, match="yarn"):
-        LlamaForCausalLM(LlamaConfig(**{**CFG, "rope_scaling": {"rope_type": "yarn", "factor": 2.0}}))
+    with pytest.raises(NotImplementedError, match="longrope"):
+        LlamaForCausalLM(LlamaConfig(**{**CFG, "rope_scaling": {"rope_type": "longrope", "factor": 2.0}}))

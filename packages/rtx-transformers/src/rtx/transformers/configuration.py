@@ -14,7 +14,7 @@ one for configs made here, which transformers 4 and 5 both read). `id2label` giv
 Nothing is dropped silently. A key is either a field, a key known not to change the forward
 pass (IGNORED_KEYS and each family's `_ignored`: kept in `.extra` and written back), or refused:
 `from_dict` raises UnsupportedConfigError naming every other key and its value (an unknown key,
-or a numerics-changing one whose value rtx does not compute, as a yarn RoPE or relative position
+or a numerics-changing one whose value rtx does not compute, as a longrope RoPE or relative position
 embeddings); with strict=False each becomes a warning and the config loads without it.
 """
 from __future__ import annotations
@@ -224,6 +224,8 @@ _ROPE_KEYS = {  # the rope settings each RoPE type reads; any other key in them 
     "linear": {"factor"},
     "dynamic": {"factor"},
     "llama3": {"factor", "low_freq_factor", "high_freq_factor", "original_max_position_embeddings"},
+    "yarn": {"factor", "original_max_position_embeddings", "attention_factor", "beta_fast", "beta_slow", "mscale",
+             "mscale_all_dim", "truncate"},
 }
 
 
@@ -250,7 +252,7 @@ class LlamaConfig(PretrainedConfig):
     eos_token_id: int | list | None = 2
     tie_word_embeddings: bool = False
     rope_theta: float = 10000.0
-    rope_scaling: dict | None = None        # {"rope_type": "linear"|"dynamic"|"llama3", "factor": ...}
+    rope_scaling: dict | None = None        # {"rope_type": "linear"|"dynamic"|"llama3"|"yarn", "factor": ...}
     attention_bias: bool = False
     attention_dropout: float = 0.0
     mlp_bias: bool = False
