@@ -74,6 +74,7 @@ def set_raw(t, array):
     t._data = array
     t._vc[0] += 1
 
+
 __all__ = [
     "NO_GRAPH", "Primitive", "Size", "Tensor", "add_at", "apply_inplace", "autocast", "cast", "check_same_device",
     "dev_of", "dims", "increment_version", "inplace_binary", "inplace_unary", "logsigmoid", "parse_to", "raw",
