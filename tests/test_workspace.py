@@ -223,9 +223,11 @@ _PRIVATE_SLOTS = {"_data", "_vc"}
 
 def _private_tensor_attrs(root):
     found = []
-    for path in sorted(Path(root, "packages").glob("*/src/**/*.py")):
+    paths = [p for pattern in ("packages/*/src/**/*.py", "tools/**/*.py", "examples/**/*.py")
+             for p in Path(root).glob(pattern)]  # the tools and examples are read and copied too
+    for path in sorted(set(paths)):
         rel = path.relative_to(root).as_posix()
-        if rel.split("/")[1] in _PRIVATE_TENSOR_ATTRS_ALLOWED:
+        if rel.startswith("packages/") and rel.split("/")[1] in _PRIVATE_TENSOR_ATTRS_ALLOWED:
             continue
         for node in ast.walk(ast.parse(path.read_text(), rel)):
             if isinstance(node, ast.Attribute):  # any context: load, store (incl. augmented) or del
@@ -269,8 +271,10 @@ def test_private_attribute_check_catches_writes(tmp_path):
         "    setattr(p, '_data', a)\n"             # 7: the same write through setattr
         "    self._data = a\n"                     # a class's own field: not a tensor's
         "    return p._version, set_raw(p, a), increment_version(p)\n")  # the public ways
-    assert _private_tensor_attrs(tmp_path) == [f"packages/rtx-demo/src/rtx/demo/bad.py:{n}"
-                                               for n in (2, 3, 4, 6, 6, 7)]
+    (tmp_path / "examples").mkdir()
+    (tmp_path / "examples" / "train.py").write_text("def step(p):\n    p._data -= 0.1 * p.grad._data\n")
+    assert _private_tensor_attrs(tmp_path) == ["examples/train.py:2", "examples/train.py:2"] + [
+        f"packages/rtx-demo/src/rtx/demo/bad.py:{n}" for n in (2, 3, 4, 6, 6, 7)]
 
 
 # rtx-core is what a PyTorch user installs to train models: its closure is the foundation and
