@@ -100,3 +100,18 @@ def test_unsupported_parts_are_refused():
         tokenizer_from_json({**data, "decoder": {"type": "ByteLevel"}})
     with pytest.raises(ValueError, match="unk_token '<unk>' is not in the vocabulary"):
         tokenizer_from_json({**data, "model": {**data["model"], "unk_token": "<unk>"}})
+
+
+def test_pairs_feed_a_bert_head():
+    """model(**tokenizer(a, b)): the right-padded row gives what it gives alone, unpadded."""
+    import rtx.transformers as T
+    tok = load_tokenizer(FIXTURES / "wordpiece_hf_bert")
+    rtx.manual_seed(0)
+    model = T.BertForSequenceClassification(T.BertConfig(vocab_size=len(tok), hidden_size=32, num_hidden_layers=1,
+                                                         num_attention_heads=4, intermediate_size=48, num_labels=3))
+    enc = tok(["The lazy dog", "Héllo"], ["jumps over", "Wörld!"])
+    alone = tok("Héllo", "Wörld!")
+    assert enc.attention_mask.tolist()[1] == [1] * 6 + [0] * 2 and alone.input_ids.shape == (1, 6)
+    with rtx.no_grad():
+        both, one = model.eval()(**enc).logits, model(**alone).logits
+    assert (both[1] - one[0]).abs().max().item() < 1e-6
