@@ -185,7 +185,9 @@ _PRIVATE_TENSOR_IMPORT_ALLOWED = set()
 
 def _private_tensor_imports(root):
     found = []
-    for path in sorted(Path(root, "packages").glob("*/**/*.py")):
+    paths = [p for pattern in ("packages/*/**/*.py", "tools/**/*.py", "examples/**/*.py")
+             for p in Path(root).glob(pattern)]
+    for path in sorted(set(paths)):
         rel = path.relative_to(root).as_posix()
         if rel.startswith("packages/rtx-tensor/") or rel in _PRIVATE_TENSOR_IMPORT_ALLOWED:
             continue
