@@ -77,6 +77,9 @@ def main(workloads, description):
                    help="cpu: process CPU time per call (run one thread a side), not affected by the load")
     args = p.parse_args()
     os.environ["RTX_BENCH_CLOCK"] = args.clock
+    unknown = sorted(set(args.only or ()) - set(workloads))
+    if unknown:  # else the run would time every workload and print none
+        p.error(f"--only {unknown}: not a workload here; choose from {list(workloads)}")
     names = [n for n in workloads if not args.only or n in args.only]
     if args.json:
         lib = __import__(args.lib)
