@@ -160,3 +160,14 @@ def test_fresh_configs_save_the_layout_both_versions_read(tmp_path):
     assert d["torch_dtype"] == "float32"
     m = LlamaForCausalLM.from_pretrained(tmp_path, dtype="auto")
     assert m.lm_head.weight.dtype == rtx.float32
+
+
+def test_readme_lists_every_ignored_key():
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    section = readme[readme.index("Keys knowingly ignored"):readme.index("## Loading checkpoints")]
+    keys = set(T.IGNORED_KEYS).union(*(c._ignored for c in (T.GPT2Config, T.BertConfig, T.LlamaConfig, T.Qwen2Config,
+                                                            T.MistralConfig)))
+    groups = {"summary_": "`summary_*`", "pooler_": "`pooler_*`"}
+    unlisted = [k for k in sorted(keys) if f"`{k}`" not in section
+                and not any(k.startswith(g) and groups[g] in section for g in groups)]
+    assert not unlisted, f"README's ignored keys lack {unlisted}"
