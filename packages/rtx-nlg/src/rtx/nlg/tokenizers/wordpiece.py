@@ -28,6 +28,8 @@ from rtx.nlg.tokenizers.post_processor import PostProcessor
 
 __all__ = ["WordPieceTokenizer", "BertNormalizer"]
 
+_CACHE_LIMIT = 100_000
+
 # Unicode's White_Space property (what Rust's char::is_whitespace tests)
 _WHITESPACE = frozenset("\t\n\x0b\x0c\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008"
                         "\u2009\u200a\u2028\u2029\u202f\u205f\u3000")
@@ -162,7 +164,7 @@ class WordPieceTokenizer(Tokenizer):
         super().__init__(added_tokens, unk_token=unk_token, **roles)
         self.cls_token, self.sep_token, self.mask_token = (extra.get(r) for r in ("cls_token", "sep_token",
                                                                                    "mask_token"))
-        self.padding_side = "right"  # BERT-style models read from the left: pad after the text, as HF
+        self.padding_side = "right"  # HF's default for encoders; left padding is for generation
         self.post_processor = PostProcessor(post_processor)
         self._cache: dict[str, list[int]] = {}
 
@@ -174,6 +176,8 @@ class WordPieceTokenizer(Tokenizer):
         for word in bert_pre_tokenize(text):
             got = self._cache.get(word)
             if got is None:
+                if len(self._cache) >= _CACHE_LIMIT:  # bounded: a stream of distinct words must not grow it
+                    self._cache.clear()
                 got = self._cache[word] = self._wordpiece(word)
             ids.extend(got)
         return ids
