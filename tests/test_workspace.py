@@ -502,10 +502,6 @@ def test_outside_citation_check_catches_one(tmp_path):
 _OWN_RENAMES = {
     "packages/rtx-config/src/rtx/config/files.py",  # the one home
     "packages/rtx-hub/src/rtx/hub/registry.py",     # moves whole version folders into place, not files
-    # A local copy: rtx-runtime and rtx-config are independent members of the lowest foundation tier
-    # (tools/workspace.py FOUNDATION_ORDER). Putting rtx-config (stdlib only) below rtx-runtime, with
-    # the dependency declared and the lock updated, would let the tuning cache use write_atomic.
-    "packages/rtx-runtime/src/rtx/runtime/tuning.py",
 }
 
 

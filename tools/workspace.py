@@ -19,7 +19,7 @@ LAYERS = ["foundation", "core", "training", "production", "models", "specialized
 
 # Inside the foundation layer the order is stricter: the autograd engine never imports the
 # tensor, and the kernels and memory pool sit on the runtime alone. Lowest first.
-FOUNDATION_ORDER = [["rtx-runtime", "rtx-config"], ["rtx-memory", "rtx-kernel"],
+FOUNDATION_ORDER = [["rtx-config"], ["rtx-runtime"], ["rtx-memory", "rtx-kernel"],
                     ["rtx-autograd"], ["rtx-tensor"]]
 
 # Meta-packages: name -> (description, the layers they bundle). A meta-package is generated

@@ -29,12 +29,13 @@ import hashlib
 import json
 import os
 import platform
-import secrets
 import sys
 import threading
 import time
 import warnings
 from pathlib import Path
+
+from rtx.config.files import write_atomic
 
 __all__ = ["cache_path", "clear_memo", "discard", "entries", "forced", "lookup", "machine_fingerprint", "make_key",
            "record", "shape_bucket", "store"]
@@ -275,20 +276,8 @@ def entries() -> dict:
 # ---- writing ---------------------------------------------------------------------------------------
 
 def _write_atomic(path: Path, text: str) -> None:
-    """Replace `path` by `text` in one step. rtx.config.files.write_atomic does the same, but
-    rtx-config sits in this package's tier and the two stay independent, so this is a small
-    local copy: a temporary file in the same folder, flushed and fsynced, then os.replace."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.parent / f".{path.name}.{secrets.token_hex(6)}.tmp"
-    try:
-        with open(tmp, "x", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    write_atomic(path, text)
 
 
 def store(op: str, shape, dtype, device, config: dict, **info) -> str:
