@@ -5,7 +5,7 @@ import numbers
 
 import rtx
 from rtx.distributions import constraints
-from rtx.distributions._special import digamma, lgamma, standard_gamma
+from rtx.distributions._special import digamma, gammainc, lgamma, standard_gamma
 from rtx.distributions.exp_family import ExponentialFamily
 from rtx.distributions.utils import broadcast_all, finfo
 
@@ -70,5 +70,6 @@ class Gamma(ExponentialFamily):
         return lgamma(x + 1) + (x + 1) * rtx.log(-y.reciprocal())
 
     def cdf(self, value):
-        raise NotImplementedError("Gamma.cdf needs the regularised incomplete gamma function (torch.special.gammainc), "
-                                  "which rtx does not have yet")
+        if self._validate_args:
+            self._validate_sample(value)
+        return gammainc(self.concentration, self.rate * value)
