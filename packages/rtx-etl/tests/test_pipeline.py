@@ -105,3 +105,44 @@ def test_quoted_newlines_across_partitions(tmp_path, partition_bytes):
     got = pd.concat([t.to_pandas() for t in read_dir(tmp_path / "s").values()], ignore_index=True)
     pd.testing.assert_frame_equal(got, ref, check_dtype=False)
     assert rep["read"] == rep["kept"] == len(ref) and rep["partitions"] == len(parts)
+
+
+
+RSS_CHILD = """
+import sys
+import pyarrow as pa
+from rtx.etl import Pipeline
+pa.set_cpu_count(1)  # one Arrow thread: per-thread allocator arenas made the peak vary by ~15 MiB
+pa.set_io_thread_count(1)
+src, out, partition = sys.argv[1], sys.argv[2], int(sys.argv[3])
+rep = Pipeline([{"op": "read_csv", "paths": src, "partition_bytes": partition},
+                {"op": "validate", "schema": {"a": {"dtype": "int64"}, "b": {"dtype": "float64"}}},
+                {"op": "write_parquet", "dir": out, "rows_per_shard": 50_000}]).run()
+# VmHWM, not ru_maxrss: getrusage keeps the parent's peak across fork + exec, the mm's high-water mark does not
+hwm = next(line for line in open("/proc/self/status") if line.startswith("VmHWM:"))
+print(rep["kept"], int(hwm.split()[1]))  # KiB
+"""
+
+
+def test_streaming_memory_does_not_grow_with_the_file(tmp_path):
+    """Peak RSS of a run with 1 MiB partitions over a 7 MB and a 28 MB CSV stays put; the 28 MB file
+    as one partition (the whole file as one Arrow table) takes far more (measured: +3 vs +121 MiB)."""
+    import subprocess
+    import sys
+    rng = np.random.default_rng(0)
+    block = "".join(f"{a},{b:.6f},{c}\n" for a, b, c in
+                    zip(rng.integers(0, 10**9, 40_000), rng.random(40_000), rng.choice(["xx", "yyyy"], 40_000)))
+    peak = {}
+    for blocks, partition in ((8, 1 << 20), (32, 1 << 20), (32, 1 << 30)):
+        src = tmp_path / f"r{blocks}.csv"
+        if not src.exists():
+            src.write_text("a,b,c\n" + block * blocks)
+        res = subprocess.run([sys.executable, "-c", RSS_CHILD, str(src), str(tmp_path / f"o{blocks}-{partition}"),
+                              str(partition)], capture_output=True, text=True, check=True)
+        kept, kib = map(int, res.stdout.split())
+        assert kept == 40_000 * blocks
+        peak[blocks, partition] = kib / 1024
+    assert (tmp_path / "r32.csv").stat().st_size - (tmp_path / "r8.csv").stat().st_size > 20 << 20
+    streamed_growth = peak[32, 1 << 20] - peak[8, 1 << 20]
+    whole_file_cost = peak[32, 1 << 30] - peak[32, 1 << 20]
+    assert streamed_growth < 12 and whole_file_cost > 50, peak  # MiB
