@@ -146,7 +146,17 @@ def child(which, src, out, threads, mem_gb):
     dt = time.perf_counter() - t0
     r1 = resource.getrusage(resource.RUSAGE_SELF)
     cpu = r1.ru_utime + r1.ru_stime - r0.ru_utime - r0.ru_stime
-    print(json.dumps({"kept": int(kept), "s": dt, "cpu_s": cpu, "rss_mib": r1.ru_maxrss / 1024}))
+    print(json.dumps({"kept": int(kept), "s": dt, "cpu_s": cpu, "rss_mib": peak_rss_mib(r1)}))
+
+
+def peak_rss_mib(usage):
+    """This process's peak RSS. Linux's VmHWM belongs to the process's own address space; ru_maxrss
+    survives fork + exec, so a child started by a larger parent would report the parent's peak."""
+    try:
+        with open("/proc/self/status") as f:
+            return next(int(line.split()[1]) for line in f if line.startswith("VmHWM:")) / 1024
+    except (OSError, StopIteration):
+        return usage.ru_maxrss / 1024
 
 
 def main():
