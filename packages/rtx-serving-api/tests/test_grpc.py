@@ -1,6 +1,8 @@
 """gRPC (inference.GRPCInferenceService) against a real server, with tritonclient's gRPC client used
 with its defaults, and hand-built malformed requests through a bare grpcio stub."""
 import queue
+import time
+from collections import Counter
 
 import grpc
 import numpy as np
@@ -294,7 +296,6 @@ def test_deadline_and_overload(tmp_path, models, h):
         req.inputs.add(name="x", datatype="FP32", shape=[1, 1, 8, 8])
         req.raw_input_contents.append(h.X[:1].tobytes())
         slow = stub.ModelInfer.future(req, timeout=30)  # holds the one slot
-        import time
         time.sleep(0.1)
         with pytest.raises(grpc.RpcError) as e:
             stub.ModelInfer(req, timeout=30)
@@ -305,3 +306,40 @@ def test_deadline_and_overload(tmp_path, models, h):
         with pytest.raises(grpc.RpcError) as e:  # the client's own deadline
             stub.ModelInfer(req, timeout=0.1)
         assert e.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
+
+
+def test_ab_split_stickiness_and_promotion_over_grpc(tmp_path, models, h):
+    """gRPC requests take the HTTP app's routes: the A/B split (sticky per x-client-id metadata), a named
+    version bypassing it, and a promotion in the registry picked up without a restart."""
+    from rtx.serving_api import RouteConfig
+    reg = Registry(tmp_path / "reg")
+    reg.register(models["1.0.0"], "digits", "1.0.0", example_inputs=h.X[:1], stage="production")
+    reg.register(models["2.0.0"], "digits", "2.0.0", example_inputs=h.X[:1])
+    cfg = ServeConfig(grpc_port=0, poll_interval_s=0.05,
+                      routes=[RouteConfig(model="digits", split={"1.0.0": 50, "2.0.0": 50})])
+    app = create_app(cfg, registry=reg)
+    refs = {v: h.eager(models[v], h.X[:1]) for v in ("1.0.0", "2.0.0")}
+    with ServerThread(app):
+        stub = pb_grpc.GRPCInferenceServiceStub(grpc.insecure_channel(grpc_address(app)))
+        req = pb.ModelInferRequest(model_name="digits")
+        req.inputs.add(name="x", datatype="FP32", shape=[1, 1, 8, 8])
+        req.raw_input_contents.append(h.X[:1].tobytes())
+
+        def infer(client=None, version=""):
+            req.model_version = version
+            r = stub.ModelInfer(req, timeout=30, metadata=(("x-client-id", client),) if client else None)
+            out = np.frombuffer(r.raw_output_contents[0], "<f4").reshape(1, -1)
+            np.testing.assert_allclose(out, refs[r.model_version], rtol=1e-5, atol=1e-6)
+            return r.model_version
+
+        by_client = {c: {infer(f"user-{c}") for _ in range(3)} for c in range(24)}
+        assert all(len(v) == 1 for v in by_client.values()), by_client  # sticky
+        got = Counter(v.pop() for v in by_client.values())
+        assert got["1.0.0"] and got["2.0.0"], got  # both arms see traffic (P(miss) = 2 * 2^-24)
+        assert infer("user-0", version="2.0.0") == "2.0.0" and infer("user-0", version="1.0.0") == "1.0.0"
+        reg.promote("digits", "2.0.0", "production", archive_existing=True)
+        deadline = time.monotonic() + 60
+        while set(app.state.manager.table["digits"].versions) != {"2.0.0"}:
+            assert time.monotonic() < deadline, "the promotion never reached the server"
+            time.sleep(0.05)
+        assert {infer(f"user-{c}") for c in range(8)} == {"2.0.0"}
