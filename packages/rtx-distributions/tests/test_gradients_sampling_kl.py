@@ -28,6 +28,10 @@ LOGPROB_GRADS = {
     "Laplace": (lambda a, b: D.Laplace(a, b), R.normal(size=3), R.uniform(0.5, 2, 3), R.normal(size=3) + 3),
     "Gumbel": (lambda a, b: D.Gumbel(a, b), R.normal(size=3), R.uniform(0.5, 2, 3), R.normal(size=3)),
     "LogNormal": (lambda a, b: D.LogNormal(a, b), R.normal(size=3), R.uniform(0.5, 2, 3), R.uniform(0.2, 3, 3)),
+    "Weibull": (lambda a, b: D.Weibull(a, b), R.uniform(0.5, 3, 3), R.uniform(0.5, 2, 3), R.uniform(0.2, 3, 3)),
+    "Pareto": (lambda a, b: D.Pareto(a, b), R.uniform(0.5, 1, 3), R.uniform(0.5, 2, 3), R.uniform(1.2, 3, 3)),
+    "HalfNormal": (lambda a, b: D.HalfNormal(a * b), R.uniform(0.5, 3, 3), R.uniform(0.5, 2, 3), R.uniform(0, 3, 3)),
+    "HalfCauchy": (lambda a, b: D.HalfCauchy(a * b), R.uniform(0.5, 3, 3), R.uniform(0.5, 2, 3), R.uniform(0, 3, 3)),
 }
 
 
@@ -71,6 +75,9 @@ SAMPLERS = {
     "Geometric": D.Geometric(t([0.2, 0.7])),
     "Binomial": D.Binomial(10, t([0.2, 0.7])),
     "Categorical": D.Categorical(t([[0.2, 0.3, 0.5], [0.6, 0.3, 0.1]])),
+    "HalfNormal": D.HalfNormal(t([0.5, 2.0])),
+    "Weibull": D.Weibull(t([1.0, 2.0]), t([0.7, 3.0])),
+    "Pareto": D.Pareto(t([1.0, 2.0]), t([9.0, 12.0])),  # alpha > 8: a sample variance that settles
 }
 
 

@@ -29,6 +29,10 @@ SCALAR = {
     "Gumbel": lambda: D.Gumbel(s(0.5), s(2.0)),
     "Uniform": lambda: D.Uniform(s(0.5), s(2.0)),
     "RelaxedBernoulli": lambda: D.RelaxedBernoulli(s(0.5), probs=s(0.3)),
+    "HalfNormal": lambda: D.HalfNormal(s(1.5)),
+    "HalfCauchy": lambda: D.HalfCauchy(s(1.5)),
+    "Pareto": lambda: D.Pareto(s(1.5), s(2.5)),
+    "Weibull": lambda: D.Weibull(s(1.5), s(0.8)),
 }
 
 

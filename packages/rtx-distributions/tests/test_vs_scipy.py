@@ -44,6 +44,11 @@ CASES = {
                   R.integers(0, 8, (2, 3, 4)), "leMV"),
     "Binomial": (lambda: D.Binomial(7, t(P * np.ones(4))), st.binom(7, P * np.ones(4)),
                  R.integers(0, 8, (2, 3, 4)), "leMV"),
+    "HalfNormal": (lambda: D.HalfNormal(t(A * B)), st.halfnorm(scale=A * B), R.uniform(0, 4, (2, 3, 4)), "lcieMV"),
+    "HalfCauchy": (lambda: D.HalfCauchy(t(A * B)), st.halfcauchy(scale=A * B), R.uniform(0, 4, (2, 3, 4)), "lcieMV"),
+    # alpha from 0.5 to 6: the mean is infinite below 1 and the variance below 2, as SciPy says too
+    "Pareto": (lambda: D.Pareto(t(A), t(A * B)), st.pareto(A * B, scale=A), A + R.uniform(0, 4, (2, 3, 4)), "lcieMV"),
+    "Weibull": (lambda: D.Weibull(t(A), t(B)), st.weibull_min(B, scale=A), R.uniform(0.05, 4, (2, 3, 4)), "lcieMV"),
 }
 
 

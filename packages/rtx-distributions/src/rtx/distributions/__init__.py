@@ -15,6 +15,8 @@ from rtx.distributions.exponential import Exponential
 from rtx.distributions.gamma import Gamma
 from rtx.distributions.geometric import Geometric
 from rtx.distributions.gumbel import Gumbel
+from rtx.distributions.half_cauchy import HalfCauchy
+from rtx.distributions.half_normal import HalfNormal
 from rtx.distributions.independent import Independent
 from rtx.distributions.kl import kl_divergence, register_kl
 from rtx.distributions.laplace import Laplace
@@ -25,6 +27,7 @@ from rtx.distributions.multinomial import Multinomial
 from rtx.distributions.multivariate_normal import MultivariateNormal
 from rtx.distributions.normal import Normal
 from rtx.distributions.one_hot_categorical import OneHotCategorical, OneHotCategoricalStraightThrough
+from rtx.distributions.pareto import Pareto
 from rtx.distributions.poisson import Poisson
 from rtx.distributions.relaxed_bernoulli import LogitRelaxedBernoulli, RelaxedBernoulli
 from rtx.distributions.relaxed_categorical import ExpRelaxedCategorical, RelaxedOneHotCategorical
@@ -32,15 +35,18 @@ from rtx.distributions.studentT import StudentT
 from rtx.distributions.transformed_distribution import TransformedDistribution
 from rtx.distributions.transforms import *  # noqa: F403
 from rtx.distributions.uniform import Uniform
+from rtx.distributions.weibull import Weibull
 
 __version__ = "0.1.0"
 
 __all__ = [
     "Bernoulli", "Beta", "Binomial", "Categorical", "Cauchy", "Chi2", "Dirichlet", "Distribution",
-    "ExponentialFamily", "Exponential", "ExpRelaxedCategorical", "Gamma", "Geometric", "Gumbel", "Independent",
+    "ExponentialFamily", "Exponential", "ExpRelaxedCategorical", "Gamma", "Geometric", "Gumbel", "HalfCauchy",
+    "HalfNormal", "Independent",
     "Laplace", "LogNormal", "LogitRelaxedBernoulli", "LowRankMultivariateNormal", "MixtureSameFamily",
     "Multinomial", "MultivariateNormal", "Normal", "OneHotCategorical", "OneHotCategoricalStraightThrough",
-    "Poisson", "RelaxedBernoulli", "RelaxedOneHotCategorical", "StudentT", "TransformedDistribution", "Uniform",
+    "Pareto", "Poisson", "RelaxedBernoulli", "RelaxedOneHotCategorical", "StudentT", "TransformedDistribution",
+    "Uniform", "Weibull",
     "biject_to", "constraints", "kl_divergence", "register_kl", "transform_to", "transforms",
 ]
 __all__.extend(transforms.__all__)
