@@ -157,6 +157,24 @@ def test_dead_worker_raises_instead_of_hanging():
         list(DataLoader(Killer(), batch_size=1, num_workers=2))
 
 
+def test_batch_lost_with_its_dead_sender_reports_the_worker():
+    """A tensor batch is fetched from its sender's resource-sharer socket while unpickling: when
+    the worker died after queueing it, the fetch is refused. That must surface as the dead worker
+    (seen once on a loaded machine as a bare ConnectionRefusedError), not as a socket error."""
+    it = iter(DataLoader(list(range(8)), batch_size=1, num_workers=1))
+    worker = it.workers[0]
+    os.kill(worker.pid, signal.SIGKILL)
+    worker.join(10)
+
+    def refused(*args, **kwargs):
+        raise ConnectionRefusedError(111, "Connection refused")
+
+    it.result_queue.get = refused
+    with pytest.raises(RuntimeError, match="exited unexpectedly") as info:
+        next(it)
+    assert isinstance(info.value.__cause__, ConnectionRefusedError)
+
+
 class Stream(IterableDataset):
     def __init__(self, n):
         self.n = n

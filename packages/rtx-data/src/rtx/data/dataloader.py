@@ -10,6 +10,7 @@ from __future__ import annotations
 import itertools
 import multiprocessing
 import queue
+import time
 import warnings
 
 import rtx
@@ -238,16 +239,29 @@ class _MultiProcessIter:
                 return self.result_queue.get(timeout=_POLL_SECONDS if not timeout else min(timeout, _POLL_SECONDS))
             except queue.Empty:
                 waited += _POLL_SECONDS if not timeout else min(timeout, _POLL_SECONDS)
-                dead = [w for w in self.workers if not w.is_alive()]
-                if dead:
-                    w = dead[0]
-                    self._stop_workers()
-                    raise RuntimeError(f"DataLoader worker (pid {w.pid}) exited unexpectedly with exit code "
-                                       f"{w.exitcode}. If it was killed by a signal (negative code), the process may "
-                                       "have run out of memory.") from None
+                self._raise_if_a_worker_died(None)
                 if timeout and waited >= timeout:
                     self._stop_workers()
                     raise RuntimeError(f"DataLoader timed out after {timeout} seconds") from None
+            except (OSError, EOFError) as e:
+                # A batch whose tensors travel by file descriptor is fetched from its sender's
+                # resource-sharer thread while unpickling: if that worker died after queueing it,
+                # the fetch fails (connection refused). Report the dead worker, not the socket error.
+                for _ in range(50):  # give the dying worker up to 5 s to be reaped, so is_alive() tells
+                    if any(not w.is_alive() for w in self.workers):
+                        break
+                    time.sleep(0.1)
+                self._raise_if_a_worker_died(e)
+                raise
+
+    def _raise_if_a_worker_died(self, cause):
+        dead = [w for w in self.workers if not w.is_alive()]
+        if dead:
+            w = dead[0]
+            self._stop_workers()
+            raise RuntimeError(f"DataLoader worker (pid {w.pid}) exited unexpectedly with exit code "
+                               f"{w.exitcode}. If it was killed by a signal (negative code), the process may "
+                               "have run out of memory.") from cause
 
     def __next__(self):
         while True:
