@@ -77,6 +77,8 @@ CASES = {
     "HalfCauchy": lambda: D.HalfCauchy(f(1.5)),
     "Pareto": lambda: D.Pareto(f(1.5), f(2.5)),
     "Weibull": lambda: D.Weibull(f(1.5), f(0.8)),
+    "NegativeBinomial": lambda: D.NegativeBinomial(f(3.0), probs=f(0.4)),
+    "FisherSnedecor": lambda: D.FisherSnedecor(f(3.0), f(7.0)),
     "Independent": lambda: D.Independent(D.Normal(f(0.0, 1.0), f(1.0, 2.0)), 1),
     "TransformedDistribution": lambda: D.TransformedDistribution(D.Normal(f(0.0), f(1.0)),
                                                                  [D.transforms.ExpTransform()]),

@@ -42,6 +42,15 @@ def test_log_prob_and_entropy_gradcheck(name):
     assert gradcheck(lambda a, b: make(a, b).entropy(), (t(a, True), t(b, True)))
 
 
+def test_fisher_snedecor_and_negative_binomial_log_prob_gradcheck():  # neither has an entropy in PyTorch
+    x = t(R.uniform(0.2, 3, 3))
+    assert gradcheck(lambda a, b: D.FisherSnedecor(a, b).log_prob(x), (t(R.uniform(0.5, 3, 3), True),
+                                                                        t(R.uniform(0.5, 2, 3), True)))
+    k = t([0.0, 3.0, 1.0])
+    assert gradcheck(lambda n, lg: D.NegativeBinomial(n, logits=lg).log_prob(k), (t(R.uniform(0.5, 3, 3), True),
+                                                                                   t(R.normal(size=3), True)))
+
+
 def test_discrete_and_multivariate_gradcheck():
     k = rtx.tensor([0, 2, 1])
     assert gradcheck(lambda lg: D.Categorical(logits=lg).log_prob(k), (t(R.normal(size=(3, 4)), True),))
@@ -78,6 +87,8 @@ SAMPLERS = {
     "HalfNormal": D.HalfNormal(t([0.5, 2.0])),
     "Weibull": D.Weibull(t([1.0, 2.0]), t([0.7, 3.0])),
     "Pareto": D.Pareto(t([1.0, 2.0]), t([9.0, 12.0])),  # alpha > 8: a sample variance that settles
+    "NegativeBinomial": D.NegativeBinomial(t([3.0, 0.5]), t([0.4, 0.8])),
+    "FisherSnedecor": D.FisherSnedecor(t([5.0, 20.0]), t([30.0, 40.0])),  # df2 > 8: a sample variance that settles
 }
 
 

@@ -33,6 +33,8 @@ SCALAR = {
     "HalfCauchy": lambda: D.HalfCauchy(s(1.5)),
     "Pareto": lambda: D.Pareto(s(1.5), s(2.5)),
     "Weibull": lambda: D.Weibull(s(1.5), s(0.8)),
+    "NegativeBinomial": lambda: D.NegativeBinomial(s(3.0), probs=s(0.4)),
+    "FisherSnedecor": lambda: D.FisherSnedecor(s(3.0), s(7.0)),
 }
 
 

@@ -49,6 +49,14 @@ CASES = {
     # alpha from 0.5 to 6: the mean is infinite below 1 and the variance below 2, as SciPy says too
     "Pareto": (lambda: D.Pareto(t(A), t(A * B)), st.pareto(A * B, scale=A), A + R.uniform(0, 4, (2, 3, 4)), "lcieMV"),
     "Weibull": (lambda: D.Weibull(t(A), t(B)), st.weibull_min(B, scale=A), R.uniform(0.05, 4, (2, 3, 4)), "lcieMV"),
+    # PyTorch's probs is the success probability, SciPy's p the failure's
+    "NegativeBinomial": (lambda: D.NegativeBinomial(t(A * B), t(P * np.ones(4))), st.nbinom(A * B, 1 - P),
+                         R.integers(0, 12, (2, 3, 4)), "lMV"),
+    "NegativeBinomialLogits": (lambda: D.NegativeBinomial(t(A * B), logits=t(L * np.ones(4))),
+                               st.nbinom(A * B, expit(-L)), R.integers(0, 12, (2, 3, 4)), "lMV"),
+    # df2 > 4 so that the mean and the variance exist
+    "FisherSnedecor": (lambda: D.FisherSnedecor(t(A * B), t(B + 4)), st.f(A * B, B + 4), R.uniform(0.05, 5, (2, 3, 4)),
+                       "lMV"),
 }
 
 

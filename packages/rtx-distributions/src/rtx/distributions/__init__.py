@@ -12,6 +12,7 @@ from rtx.distributions.dirichlet import Dirichlet
 from rtx.distributions.distribution import Distribution
 from rtx.distributions.exp_family import ExponentialFamily
 from rtx.distributions.exponential import Exponential
+from rtx.distributions.fishersnedecor import FisherSnedecor
 from rtx.distributions.gamma import Gamma
 from rtx.distributions.geometric import Geometric
 from rtx.distributions.gumbel import Gumbel
@@ -25,6 +26,7 @@ from rtx.distributions.lowrank_multivariate_normal import LowRankMultivariateNor
 from rtx.distributions.mixture_same_family import MixtureSameFamily
 from rtx.distributions.multinomial import Multinomial
 from rtx.distributions.multivariate_normal import MultivariateNormal
+from rtx.distributions.negative_binomial import NegativeBinomial
 from rtx.distributions.normal import Normal
 from rtx.distributions.one_hot_categorical import OneHotCategorical, OneHotCategoricalStraightThrough
 from rtx.distributions.pareto import Pareto
@@ -41,12 +43,11 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Bernoulli", "Beta", "Binomial", "Categorical", "Cauchy", "Chi2", "Dirichlet", "Distribution",
-    "ExponentialFamily", "Exponential", "ExpRelaxedCategorical", "Gamma", "Geometric", "Gumbel", "HalfCauchy",
-    "HalfNormal", "Independent",
-    "Laplace", "LogNormal", "LogitRelaxedBernoulli", "LowRankMultivariateNormal", "MixtureSameFamily",
-    "Multinomial", "MultivariateNormal", "Normal", "OneHotCategorical", "OneHotCategoricalStraightThrough",
-    "Pareto", "Poisson", "RelaxedBernoulli", "RelaxedOneHotCategorical", "StudentT", "TransformedDistribution",
-    "Uniform", "Weibull",
-    "biject_to", "constraints", "kl_divergence", "register_kl", "transform_to", "transforms",
+    "ExponentialFamily", "Exponential", "ExpRelaxedCategorical", "FisherSnedecor", "Gamma", "Geometric", "Gumbel",
+    "HalfCauchy", "HalfNormal", "Independent", "Laplace", "LogNormal", "LogitRelaxedBernoulli",
+    "LowRankMultivariateNormal", "MixtureSameFamily", "Multinomial", "MultivariateNormal", "NegativeBinomial",
+    "Normal", "OneHotCategorical", "OneHotCategoricalStraightThrough", "Pareto", "Poisson", "RelaxedBernoulli",
+    "RelaxedOneHotCategorical", "StudentT", "TransformedDistribution", "Uniform", "Weibull", "biject_to",
+    "constraints", "kl_divergence", "register_kl", "transform_to", "transforms",
 ]
 __all__.extend(transforms.__all__)
