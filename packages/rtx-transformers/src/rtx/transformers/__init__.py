@@ -32,7 +32,7 @@ from rtx.transformers.configuration import (
     Qwen2Config,
     UnsupportedConfigError,
 )
-from rtx.transformers.gpt2 import GPT2LMHeadModel, GPT2Model
+from rtx.transformers.gpt2 import EncoderDecoderCache, GPT2LMHeadModel, GPT2Model
 from rtx.transformers.llama import LlamaForCausalLM, LlamaModel
 from rtx.transformers.mistral import MistralForCausalLM, MistralModel
 from rtx.transformers.modeling import CheckpointError, LoadReport, PreTrainedModel, load_safetensors
@@ -50,7 +50,8 @@ from rtx.transformers.qwen2 import Qwen2ForCausalLM, Qwen2Model
 from rtx.transformers.rope import RotaryEmbedding, apply_rotary_pos_emb, rotate_half
 
 __all__ = [
-    "KVCache", "ModelOutput", "CausalLMOutput", "BaseModelOutput", "MaskedLMOutput", "SequenceClassifierOutput",
+    "KVCache", "EncoderDecoderCache", "ModelOutput", "CausalLMOutput", "BaseModelOutput", "MaskedLMOutput",
+    "SequenceClassifierOutput",
     "PretrainedConfig", "GPT2Config", "LlamaConfig", "MistralConfig", "Qwen2Config", "BertConfig",
     "UnsupportedConfigError", "IGNORED_KEYS",
     "PreTrainedModel", "LoadReport", "CheckpointError", "load_safetensors",
