@@ -17,6 +17,6 @@ TORCH = json.loads((HERE / "torch_results.json").read_text())
 
 @pytest.mark.parametrize("script", list(cases.CASES))
 def test_script_runs_unchanged_and_matches_pytorch(script, tmp_path):
-    result = cases.run(sys.executable, script, cases.CASES[script], tmp_path, as_torch=True)
+    result = cases.run_case(sys.executable, script, tmp_path, as_torch=True, seeds=cases.SUITE_SEEDS)
     failed = cases.close_enough(script, result, TORCH["results"][script])
     assert not failed, "\n".join(failed)
