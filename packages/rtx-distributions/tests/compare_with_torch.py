@@ -79,6 +79,8 @@ CASES = {
     "Weibull": lambda: D.Weibull(f(1.5), f(0.8)),
     "NegativeBinomial": lambda: D.NegativeBinomial(f(3.0), probs=f(0.4)),
     "FisherSnedecor": lambda: D.FisherSnedecor(f(3.0), f(7.0)),
+    "InverseGamma": lambda: D.InverseGamma(f(3.0), f(2.0)),
+    "Kumaraswamy": lambda: D.Kumaraswamy(f(2.0), f(3.0)),
     "Independent": lambda: D.Independent(D.Normal(f(0.0, 1.0), f(1.0, 2.0)), 1),
     "TransformedDistribution": lambda: D.TransformedDistribution(D.Normal(f(0.0), f(1.0)),
                                                                  [D.transforms.ExpTransform()]),

@@ -31,6 +31,10 @@ LOGPROB_GRADS = {
     "Weibull": (lambda a, b: D.Weibull(a, b), R.uniform(0.5, 3, 3), R.uniform(0.5, 2, 3), R.uniform(0.2, 3, 3)),
     "Pareto": (lambda a, b: D.Pareto(a, b), R.uniform(0.5, 1, 3), R.uniform(0.5, 2, 3), R.uniform(1.2, 3, 3)),
     "HalfNormal": (lambda a, b: D.HalfNormal(a * b), R.uniform(0.5, 3, 3), R.uniform(0.5, 2, 3), R.uniform(0, 3, 3)),
+    "InverseGamma": (lambda a, b: D.InverseGamma(a, b), R.uniform(0.5, 3, 3), R.uniform(0.5, 2, 3),
+                     R.uniform(0.2, 3, 3)),
+    "Kumaraswamy": (lambda a, b: D.Kumaraswamy(a, b), R.uniform(0.5, 3, 3), R.uniform(0.5, 2, 3),
+                    R.uniform(0.1, 0.9, 3)),
     "HalfCauchy": (lambda a, b: D.HalfCauchy(a * b), R.uniform(0.5, 3, 3), R.uniform(0.5, 2, 3), R.uniform(0, 3, 3)),
 }
 
@@ -88,6 +92,8 @@ SAMPLERS = {
     "Weibull": D.Weibull(t([1.0, 2.0]), t([0.7, 3.0])),
     "Pareto": D.Pareto(t([1.0, 2.0]), t([9.0, 12.0])),  # alpha > 8: a sample variance that settles
     "NegativeBinomial": D.NegativeBinomial(t([3.0, 0.5]), t([0.4, 0.8])),
+    "InverseGamma": D.InverseGamma(t([9.0, 12.0]), t([1.0, 3.0])),  # concentration > 8: a settled variance
+    "Kumaraswamy": D.Kumaraswamy(t([0.5, 3.0]), t([2.0, 0.7])),
     "FisherSnedecor": D.FisherSnedecor(t([5.0, 20.0]), t([30.0, 40.0])),  # df2 > 8: a sample variance that settles
 }
 

@@ -35,6 +35,8 @@ SCALAR = {
     "Weibull": lambda: D.Weibull(s(1.5), s(0.8)),
     "NegativeBinomial": lambda: D.NegativeBinomial(s(3.0), probs=s(0.4)),
     "FisherSnedecor": lambda: D.FisherSnedecor(s(3.0), s(7.0)),
+    "InverseGamma": lambda: D.InverseGamma(s(3.0), s(2.0)),
+    "Kumaraswamy": lambda: D.Kumaraswamy(s(2.0), s(3.0)),
 }
 
 

@@ -54,6 +54,8 @@ CASES = {
                          R.integers(0, 12, (2, 3, 4)), "lMV"),
     "NegativeBinomialLogits": (lambda: D.NegativeBinomial(t(A * B), logits=t(L * np.ones(4))),
                                st.nbinom(A * B, expit(-L)), R.integers(0, 12, (2, 3, 4)), "lMV"),
+    "InverseGamma": (lambda: D.InverseGamma(t(A + 2), t(B)), st.invgamma(A + 2, scale=B), R.uniform(0.05, 4, (2, 3, 4)),
+                     "lceMV"),
     # df2 > 4 so that the mean and the variance exist
     "FisherSnedecor": (lambda: D.FisherSnedecor(t(A * B), t(B + 4)), st.f(A * B, B + 4), R.uniform(0.05, 5, (2, 3, 4)),
                        "lMV"),
@@ -181,3 +183,31 @@ def test_relaxed_distributions_match_their_formulas():
     pdf = tau * a * yb ** (-tau - 1) * (1 - yb) ** (-tau - 1) / (a * yb ** -tau + (1 - yb) ** -tau) ** 2
     rb = D.RelaxedBernoulli(t(tau), logits=t(lg))
     np.testing.assert_allclose(rb.log_prob(t(yb)).numpy(), np.log(pdf), rtol=1e-9)
+
+
+def test_kumaraswamy_against_its_density_by_quadrature():
+    # SciPy has no Kumaraswamy: its density a b x^(a-1) (1 - x^a)^(b-1) integrated by scipy.integrate.quad
+    from scipy.integrate import quad
+    from scipy.optimize import minimize_scalar
+
+    a, b = np.array([0.6, 2.0, 5.0]), np.array([3.0, 1.5, 0.8])
+    d = D.Kumaraswamy(t(a), t(b))
+    x = R.uniform(0.01, 0.99, (4, 3))
+    np.testing.assert_allclose(d.log_prob(t(x)).numpy(),
+                               np.log(a * b) + (a - 1) * np.log(x) + (b - 1) * np.log1p(-x ** a), rtol=1e-12)
+    np.testing.assert_allclose(d.cdf(t(x)).numpy(), 1 - (1 - x ** a) ** b, rtol=1e-12)
+    def pdf(y, i):
+        return a[i] * b[i] * y ** (a[i] - 1) * (1 - y ** a[i]) ** (b[i] - 1)
+
+    for i in range(3):
+        m1 = quad(lambda y, i: y * pdf(y, i), 0, 1, args=(i,), epsabs=1e-13)[0]
+        m2 = quad(lambda y, i: y * y * pdf(y, i), 0, 1, args=(i,), epsabs=1e-13)[0]
+        h = quad(lambda y, i: -pdf(y, i) * np.log(pdf(y, i)), 0, 1, args=(i,), epsabs=1e-13, limit=200)[0]
+        np.testing.assert_allclose(d.mean.numpy()[i], m1, rtol=1e-9)
+        np.testing.assert_allclose(d.variance.numpy()[i], m2 - m1 ** 2, rtol=1e-8)
+        np.testing.assert_allclose(d.entropy().numpy()[i], h, rtol=1e-7, atol=1e-9)
+    # the mode where it exists (a, b >= 1): where the density peaks
+    peak = minimize_scalar(lambda y: -(2.0 * 1.5 * y * (1 - y ** 2) ** 0.5), bounds=(0, 1), method="bounded",
+                           options={"xatol": 1e-10}).x
+    np.testing.assert_allclose(d.mode.numpy()[1], peak, rtol=1e-6)
+    assert np.isnan(d.mode.numpy()[[0, 2]]).all()

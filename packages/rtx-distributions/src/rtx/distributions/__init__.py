@@ -19,7 +19,9 @@ from rtx.distributions.gumbel import Gumbel
 from rtx.distributions.half_cauchy import HalfCauchy
 from rtx.distributions.half_normal import HalfNormal
 from rtx.distributions.independent import Independent
+from rtx.distributions.inverse_gamma import InverseGamma
 from rtx.distributions.kl import kl_divergence, register_kl
+from rtx.distributions.kumaraswamy import Kumaraswamy
 from rtx.distributions.laplace import Laplace
 from rtx.distributions.log_normal import LogNormal
 from rtx.distributions.lowrank_multivariate_normal import LowRankMultivariateNormal
@@ -44,10 +46,10 @@ __version__ = "0.1.0"
 __all__ = [
     "Bernoulli", "Beta", "Binomial", "Categorical", "Cauchy", "Chi2", "Dirichlet", "Distribution",
     "ExponentialFamily", "Exponential", "ExpRelaxedCategorical", "FisherSnedecor", "Gamma", "Geometric", "Gumbel",
-    "HalfCauchy", "HalfNormal", "Independent", "Laplace", "LogNormal", "LogitRelaxedBernoulli",
-    "LowRankMultivariateNormal", "MixtureSameFamily", "Multinomial", "MultivariateNormal", "NegativeBinomial",
-    "Normal", "OneHotCategorical", "OneHotCategoricalStraightThrough", "Pareto", "Poisson", "RelaxedBernoulli",
-    "RelaxedOneHotCategorical", "StudentT", "TransformedDistribution", "Uniform", "Weibull", "biject_to",
-    "constraints", "kl_divergence", "register_kl", "transform_to", "transforms",
+    "HalfCauchy", "HalfNormal", "Independent", "InverseGamma", "Kumaraswamy", "Laplace", "LogNormal",
+    "LogitRelaxedBernoulli", "LowRankMultivariateNormal", "MixtureSameFamily", "Multinomial", "MultivariateNormal",
+    "NegativeBinomial", "Normal", "OneHotCategorical", "OneHotCategoricalStraightThrough", "Pareto", "Poisson",
+    "RelaxedBernoulli", "RelaxedOneHotCategorical", "StudentT", "TransformedDistribution", "Uniform", "Weibull",
+    "biject_to", "constraints", "kl_divergence", "register_kl", "transform_to", "transforms",
 ]
 __all__.extend(transforms.__all__)
