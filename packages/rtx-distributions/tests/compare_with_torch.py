@@ -81,6 +81,7 @@ CASES = {
     "FisherSnedecor": lambda: D.FisherSnedecor(f(3.0), f(7.0)),
     "InverseGamma": lambda: D.InverseGamma(f(3.0), f(2.0)),
     "Kumaraswamy": lambda: D.Kumaraswamy(f(2.0), f(3.0)),
+    "LogisticNormal": lambda: D.LogisticNormal(f(0.3, -0.5, 1.0), f(0.8, 1.2, 0.5)),
     "Independent": lambda: D.Independent(D.Normal(f(0.0, 1.0), f(1.0, 2.0)), 1),
     "TransformedDistribution": lambda: D.TransformedDistribution(D.Normal(f(0.0), f(1.0)),
                                                                  [D.transforms.ExpTransform()]),

@@ -46,10 +46,13 @@ def test_log_prob_and_entropy_gradcheck(name):
     assert gradcheck(lambda a, b: make(a, b).entropy(), (t(a, True), t(b, True)))
 
 
-def test_fisher_snedecor_and_negative_binomial_log_prob_gradcheck():  # neither has an entropy in PyTorch
+def test_log_prob_gradcheck_without_entropy():  # FisherSnedecor, LogisticNormal, NegativeBinomial
     x = t(R.uniform(0.2, 3, 3))
     assert gradcheck(lambda a, b: D.FisherSnedecor(a, b).log_prob(x), (t(R.uniform(0.5, 3, 3), True),
                                                                         t(R.uniform(0.5, 2, 3), True)))
+    y = t([0.2, 0.5, 0.3])
+    assert gradcheck(lambda m, s: D.LogisticNormal(m, s).log_prob(y), (t(R.normal(size=2), True),
+                                                                        t(R.uniform(0.5, 2, 2), True)))
     k = t([0.0, 3.0, 1.0])
     assert gradcheck(lambda n, lg: D.NegativeBinomial(n, logits=lg).log_prob(k), (t(R.uniform(0.5, 3, 3), True),
                                                                                    t(R.normal(size=3), True)))

@@ -211,3 +211,26 @@ def test_kumaraswamy_against_its_density_by_quadrature():
                            options={"xatol": 1e-10}).x
     np.testing.assert_allclose(d.mode.numpy()[1], peak, rtol=1e-6)
     assert np.isnan(d.mode.numpy()[[0, 2]]).all()
+
+
+def test_logistic_normal_by_change_of_variables():
+    # y = stick_breaking(x), x ~ Normal(loc, scale) in R^K: log p(y) = log N(x) - log |det dy[:K]/dx|, the
+    # Jacobian by central differences of the map written here from its definition (PyTorch's offset
+    # z_i = sigmoid(x_i - log(K - i)), y_i = z_i prod_{j<i} (1 - z_j), y_K = prod_j (1 - z_j))
+    def stick(x):
+        k = x.shape[-1]
+        z = expit(x - np.log(k - np.arange(k)))
+        rest = np.cumprod(np.concatenate([[1.0], 1 - z]))
+        return np.concatenate([z * rest[:-1], rest[-1:]])
+
+    loc, scale = np.array([0.3, -0.5, 1.0]), np.array([0.8, 1.2, 0.5])
+    d = D.LogisticNormal(t(loc), t(scale))
+    assert tuple(d.batch_shape) == () and tuple(d.event_shape) == (4,)
+    for x in R.normal(size=(5, 3)):
+        y, h = stick(x), 1e-6
+        jac = np.stack([(stick(x + h * e) - stick(x - h * e))[:3] / (2 * h) for e in np.eye(3)], axis=1)
+        want = st.norm(loc, scale).logpdf(x).sum() - np.log(abs(np.linalg.det(jac)))
+        np.testing.assert_allclose(d.log_prob(t(y)).item(), want, rtol=1e-8)
+    rtx.manual_seed(0)
+    s = d.sample((1000,)).numpy()
+    assert s.shape == (1000, 4) and np.allclose(s.sum(-1), 1.0) and (s > 0).all()

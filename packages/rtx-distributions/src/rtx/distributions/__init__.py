@@ -24,6 +24,7 @@ from rtx.distributions.kl import kl_divergence, register_kl
 from rtx.distributions.kumaraswamy import Kumaraswamy
 from rtx.distributions.laplace import Laplace
 from rtx.distributions.log_normal import LogNormal
+from rtx.distributions.logistic_normal import LogisticNormal
 from rtx.distributions.lowrank_multivariate_normal import LowRankMultivariateNormal
 from rtx.distributions.mixture_same_family import MixtureSameFamily
 from rtx.distributions.multinomial import Multinomial
@@ -46,7 +47,7 @@ __version__ = "0.1.0"
 __all__ = [
     "Bernoulli", "Beta", "Binomial", "Categorical", "Cauchy", "Chi2", "Dirichlet", "Distribution",
     "ExponentialFamily", "Exponential", "ExpRelaxedCategorical", "FisherSnedecor", "Gamma", "Geometric", "Gumbel",
-    "HalfCauchy", "HalfNormal", "Independent", "InverseGamma", "Kumaraswamy", "Laplace", "LogNormal",
+    "HalfCauchy", "HalfNormal", "Independent", "InverseGamma", "Kumaraswamy", "Laplace", "LogNormal", "LogisticNormal",
     "LogitRelaxedBernoulli", "LowRankMultivariateNormal", "MixtureSameFamily", "Multinomial", "MultivariateNormal",
     "NegativeBinomial", "Normal", "OneHotCategorical", "OneHotCategoricalStraightThrough", "Pareto", "Poisson",
     "RelaxedBernoulli", "RelaxedOneHotCategorical", "StudentT", "TransformedDistribution", "Uniform", "Weibull",
