@@ -214,6 +214,34 @@ def test_private_import_check_catches_one(tmp_path):
     assert _private_tensor_imports(tmp_path) == ["packages/rtx-demo/src/rtx/demo/bad.py:2"]
 
 
+# The autograd engine's private names (its grad-mode state, its internals) are reached through
+# rtx.extend (grad_mode) or the public rtx.autograd API, never imported by packages above the foundation.
+def _private_autograd_imports(root):
+    found = []
+    for path in sorted(Path(root).glob("packages/*/src/**/*.py")):
+        rel = path.relative_to(root).as_posix()
+        if rel.split("/")[1] in _PRIVATE_TENSOR_ATTRS_ALLOWED:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), rel)):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("rtx.autograd"):
+                private_module = any(part.startswith("_") for part in node.module.split("."))
+                if private_module or any(alias.name.startswith("_") for alias in node.names):
+                    found.append(f"{rel}:{node.lineno}")
+    return found
+
+
+def test_no_package_imports_autograd_private_names():
+    found = _private_autograd_imports(ROOT)
+    assert not found, "use rtx.extend.grad_mode or public rtx.autograd names instead, in:\n" + "\n".join(found)
+
+
+def test_private_autograd_import_check_catches_one(tmp_path):
+    pkg = tmp_path / "packages" / "rtx-demo" / "src" / "rtx" / "demo"
+    pkg.mkdir(parents=True)
+    (pkg / "bad.py").write_text("from rtx.autograd.grad_mode import _state\n")
+    assert _private_autograd_imports(tmp_path) == ["packages/rtx-demo/src/rtx/demo/bad.py:1"]
+
+
 # A Tensor's array, its version counter and the Tensor-from-array constructor are reached through
 # rtx.extend (raw / set_raw / increment_version / wrap; `t._version` reads the version, as in PyTorch),
 # never through the private slots `t._data` / `t._vc` or `Tensor._make`, neither to read nor to write

@@ -28,6 +28,10 @@ imports the private `rtx._tensor.*` modules (their layout may change; this modul
   `get_autocast_dtype`, ...); rtx.amp is its user-facing front.
 - Functions PyTorch has only in torch.nn.functional that layers below rtx-nn (the losses) need:
   `softplus(x, beta, threshold)` and `logsigmoid(x)`; rtx.nn.functional re-exports these same ones.
+- Grad mode: `grad_mode` is rtx.autograd's thread-local grad-mode state. Hot paths read
+  `grad_mode.enabled` / `grad_mode.inference` (a plain attribute read; `rtx.is_grad_enabled()` is
+  the same value through a call); change it only through `rtx.no_grad` / `enable_grad` /
+  `set_grad_enabled` / `inference_mode`.
 - Dtype tables live in `rtx.runtime.dtypes` (a public module of rtx-runtime).
 - Op identity: every Primitive subclass has a stable `op` name ("add", "matmul", "softmax", ...;
   derived from the class name, or set with `op = "..."` in the class body), unique in the
@@ -51,6 +55,7 @@ from rtx._tensor.ops.convert import _parse_to as parse_to
 from rtx._tensor.ops.inplace import apply_inplace, inplace_binary, inplace_unary, write_result
 from rtx._tensor.ops.shape import add_at
 from rtx._tensor.tensor import Size, Tensor
+from rtx.autograd.grad_mode import _state as grad_mode
 
 # A C-level attribute getter: as fast as `t._data` in a hot path, without naming the slot.
 raw = attrgetter("_data")
@@ -77,7 +82,7 @@ def set_raw(t, array):
 
 __all__ = [
     "NO_GRAPH", "Primitive", "Size", "Tensor", "add_at", "apply_inplace", "autocast", "cast", "check_same_device",
-    "dev_of", "dims", "increment_version", "inplace_binary", "inplace_unary", "logsigmoid", "parse_to", "raw",
-    "set_raw", "softplus", "sum_to", "wrap", "wrap_dim", "write_result", "xp_of",
+    "dev_of", "dims", "grad_mode", "increment_version", "inplace_binary", "inplace_unary", "logsigmoid", "parse_to",
+    "raw", "set_raw", "softplus", "sum_to", "wrap", "wrap_dim", "write_result", "xp_of",
     "current_hook", "op_name", "primitive", "recording", "registered_ops",
 ]

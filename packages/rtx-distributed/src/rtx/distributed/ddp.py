@@ -27,9 +27,8 @@ from contextlib import contextmanager
 
 import numpy as np
 
-from rtx.autograd.grad_mode import _state as _grad_state
 from rtx.distributed.process_group import ReduceOp, _resolve
-from rtx.extend import Tensor, increment_version, raw, wrap
+from rtx.extend import Tensor, grad_mode, increment_version, raw, wrap
 from rtx.nn.modules.module import Module
 from rtx.runtime import array_module
 
@@ -309,7 +308,7 @@ class DistributedDataParallel(Module):
             if buffers:
                 broadcast_coalesced(self.process_group, buffers)
         out = self.module(*inputs, **kwargs)
-        if _grad_state.enabled and self.require_backward_grad_sync:
+        if grad_mode.enabled and self.require_backward_grad_sync:
             r.prepare(out)
         else:
             r.expect = False

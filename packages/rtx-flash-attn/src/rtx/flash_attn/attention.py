@@ -20,8 +20,7 @@ import math
 
 import numpy as np
 
-from rtx.autograd.grad_mode import _state
-from rtx.extend import Primitive, Tensor, raw, wrap
+from rtx.extend import Primitive, Tensor, grad_mode, raw, wrap
 from rtx.flash_attn import _cpu, _dropout
 from rtx.runtime.random import generator_for
 
@@ -55,7 +54,7 @@ class FlashAttention(Primitive):
         q, k, v, mask = ctx.saved_tensors
         out = ctx.output()
         needs = ctx.needs_input_grad
-        if _state.enabled:  # create_graph: gradients as differentiable Tensor ops
+        if grad_mode.enabled:  # create_graph: gradients as differentiable Tensor ops
             return _recorded_backward(g, q, k, v, mask, needs, **ctx.attrs)
         marr = None if mask is None else raw(mask)
         dq, dk, dv, dm = _impl(raw(q)).backward(raw(g), raw(q), raw(k), raw(v), raw(out), ctx.lse, marr,
@@ -245,7 +244,7 @@ def flash_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=
                              f"got shape {tuple(alibi.shape)}")
     attrs = dict(scale=scale, window=(left, right), offset=offset, dropout_p=float(dropout_p),
                  seed=_seed(query.device, dropout_p), alibi=alibi, block_q=block_q, block_k=block_k)
-    recorded = _state.enabled and any(t is not None and t.requires_grad for t in (query, key, value, attn_mask))
+    recorded = grad_mode.enabled and any(t is not None and t.requires_grad for t in (query, key, value, attn_mask))
     if return_lse and not recorded:  # nothing to differentiate: the arrays straight from the kernel
         out, lse = _impl(raw(query)).forward(raw(query), raw(key), raw(value),
                                               None if attn_mask is None else raw(attn_mask), **attrs)

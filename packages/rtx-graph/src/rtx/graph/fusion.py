@@ -14,8 +14,7 @@ import math
 
 import numpy as np
 
-from rtx.autograd.grad_mode import _state
-from rtx.extend import raw, wrap
+from rtx.extend import grad_mode, raw, wrap
 from rtx.graph.symbolic import SymInt
 
 # op name -> (number of tensor-or-scalar operands, NumPy function, C expression template)
@@ -221,7 +220,7 @@ def _np_dtype(dt):
 def run_group(group, vals, env):
     """Run a fused group inside Graph.__call__: one kernel, or node by node while recording grads."""
     tensors = [vals[id(v)] for v in group.inputs]
-    if _state.enabled and any(t.requires_grad for t in tensors):
+    if grad_mode.enabled and any(t.requires_grad for t in tensors):
         for n in group.nodes:
             args = [vals[id(x)] if id(x) in vals else x for x in n.args]
             out = n.run(args, n.attrs)

@@ -18,8 +18,7 @@ cache used in training), the layer switches to plain concatenation so the graph 
 """
 from __future__ import annotations
 
-from rtx.autograd.grad_mode import _state
-from rtx.extend import Tensor, raw, wrap
+from rtx.extend import Tensor, grad_mode, raw, wrap
 from rtx.runtime import array_module
 
 __all__ = ["KVCache"]
@@ -60,7 +59,7 @@ class KVCache:
                                  f"{tuple(key.shape)} differ outside the sequence axis")
             if layer.k.dtype != raw(key).dtype and not layer.graph:
                 raise ValueError(f"KVCache.append: layer {layer_idx} holds {layer.k.dtype} keys, got {key.dtype}")
-        needs_graph = _state.enabled and (key.requires_grad or value.requires_grad)
+        needs_graph = grad_mode.enabled and (key.requires_grad or value.requires_grad)
         if needs_graph and not layer.graph:
             if layer.n:  # switch to concatenation, starting from what the buffer holds
                 layer.k, layer.v = (wrap(b[:, :, :layer.n]) for b in (layer.k, layer.v))

@@ -19,8 +19,19 @@ import warnings
 import numpy as np
 
 from rtx import log_softmax, softmax
-from rtx.autograd.grad_mode import _state
-from rtx.extend import Primitive, Tensor, apply_inplace, cast, logsigmoid, primitive, raw, softplus, wrap, wrap_dim
+from rtx.extend import (
+    Primitive,
+    Tensor,
+    apply_inplace,
+    cast,
+    grad_mode,
+    logsigmoid,
+    primitive,
+    raw,
+    softplus,
+    wrap,
+    wrap_dim,
+)
 from rtx.extend import autocast as _autocast
 from rtx.runtime import dtypes as _dt
 from rtx.runtime.random import generator_for
@@ -345,7 +356,7 @@ class Gelu(Primitive):
     @staticmethod
     def backward(ctx, grad):
         (x,) = ctx.saved_tensors
-        if not _state.enabled and ctx.approximate == "none":
+        if not grad_mode.enabled and ctx.approximate == "none":
             xd = raw(x)
             if type(xd) is np.ndarray and raw(grad).dtype == xd.dtype:   # in place: one temporary, same values
                 d = xd * xd
@@ -425,7 +436,7 @@ class _Silu(Primitive, op="silu"):
     def backward(ctx, grad):
         (x,) = ctx.saved_tensors
         s, g = ctx.sig, raw(grad)
-        if not _state.enabled and s is not None and type(g) is np.ndarray and g.dtype == s.dtype:
+        if not grad_mode.enabled and s is not None and type(g) is np.ndarray and g.dtype == s.dtype:
             t = 1 - s
             t *= raw(x)
             t += 1

@@ -18,8 +18,7 @@ import numbers
 
 import numpy as np
 
-from rtx.autograd.grad_mode import _state
-from rtx.extend import Primitive, Tensor, cast, current_hook, increment_version, raw, sum_to, wrap
+from rtx.extend import Primitive, Tensor, cast, current_hook, grad_mode, increment_version, raw, sum_to, wrap
 from rtx.extend import autocast as _autocast
 from rtx.runtime import dtypes as _dt
 
@@ -89,7 +88,7 @@ class NativeBatchNorm(Primitive):
         x, w = ctx.saved_tensors
         nx, nw, nb = ctx.needs_input_grad
         axes = ctx.axes
-        if not _state.enabled:
+        if not grad_mode.enabled:
             return _batch_norm_backward(raw(g), raw(x), _arr(w), ctx.mean, ctx.rstd, axes, ctx.b_shape, nx, nw, nb)
         # Recorded: the statistics as functions of x, so second derivatives are right.
         xc = x - x.mean(axes, keepdim=True)
@@ -272,7 +271,7 @@ class NativeLayerNorm(Primitive):
     def backward(ctx, g):
         x, w = ctx.saved_tensors
         nx, nw, nb = ctx.needs_input_grad
-        if not _state.enabled:
+        if not grad_mode.enabled:
             from rtx import kernel
             gx, gw, gb = kernel.layer_norm_backward(raw(g), raw(x), _arr(w), ctx.mean, ctx.rstd, ctx.nd,
                                                     has_bias=ctx.has_bias)
@@ -307,7 +306,7 @@ class FusedRmsNorm(Primitive):
     def backward(ctx, g):
         x, w = ctx.saved_tensors
         nx, nw = ctx.needs_input_grad
-        if not _state.enabled:
+        if not grad_mode.enabled:
             from rtx import kernel
             gx, gw = kernel.rms_norm_backward(raw(g), raw(x), _arr(w), ctx.rstd, ctx.nd)
             return wrap(gx) if nx else None, wrap(gw) if nw else None
@@ -410,7 +409,7 @@ class NativeGroupNorm(Primitive):
         nx, nw, nb = ctx.needs_input_grad
         G, shape = ctx.groups, raw(x).shape
         N, C = shape[:2]
-        if _state.enabled:  # a graph of the backward is wanted: differentiable ops
+        if grad_mode.enabled:  # a graph of the backward is wanted: differentiable ops
             return _group_norm_backward_composed(g, x, w, G, ctx.eps, nx, nw, nb)
         # With xc = x - mean, xhat = xc * rstd and gxhat = g * w (sums per group over D numbers):
         # gx = rstd * (gxhat - sum(gxhat) / D - xhat * sum(gxhat * xhat) / D), gw = sum g * xhat, gb = sum g.
