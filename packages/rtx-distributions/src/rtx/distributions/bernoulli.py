@@ -9,6 +9,7 @@ from rtx.distributions.exp_family import ExponentialFamily
 from rtx.distributions.utils import (
     bce_with_logits,
     broadcast_all,
+    expand_probs_or_logits,
     lazy_property,
     logits_to_probs,
     nan_where,
@@ -39,12 +40,7 @@ class Bernoulli(ExponentialFamily):
     def expand(self, batch_shape, _instance=None):
         new = self._get_checked_instance(Bernoulli, _instance)
         batch_shape = tuple(batch_shape)
-        if "probs" in self.__dict__:
-            new.probs = self.probs.expand(batch_shape)
-            new._param = new.probs
-        if "logits" in self.__dict__:
-            new.logits = self.logits.expand(batch_shape)
-            new._param = new.logits
+        expand_probs_or_logits(self, new, batch_shape)
         super(Bernoulli, new).__init__(batch_shape, validate_args=False)
         new._validate_args = self._validate_args
         return new

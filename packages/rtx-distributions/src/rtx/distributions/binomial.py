@@ -5,7 +5,13 @@ import rtx
 from rtx.distributions import constraints
 from rtx.distributions._special import binomial, lgamma
 from rtx.distributions.distribution import Distribution
-from rtx.distributions.utils import broadcast_all, lazy_property, logits_to_probs, probs_to_logits
+from rtx.distributions.utils import (
+    expand_probs_or_logits,
+    lazy_property,
+    logits_to_probs,
+    probs_to_logits,
+    set_count_and_probs_or_logits,
+)
 
 __all__ = ["Binomial"]
 
@@ -21,27 +27,14 @@ class Binomial(Distribution):
     has_enumerate_support = True
 
     def __init__(self, total_count=1, probs=None, logits=None, validate_args=None):
-        if (probs is None) == (logits is None):
-            raise ValueError("Either `probs` or `logits` must be specified, but not both.")
-        if probs is not None:
-            self.total_count, self.probs = broadcast_all(total_count, probs)
-            self.total_count = self.total_count.to(self.probs.dtype)
-        else:
-            self.total_count, self.logits = broadcast_all(total_count, logits)
-            self.total_count = self.total_count.to(self.logits.dtype)
-        self._param = self.probs if probs is not None else self.logits
+        set_count_and_probs_or_logits(self, total_count, probs, logits)
         super().__init__(self._param.size(), validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
         new = self._get_checked_instance(Binomial, _instance)
         batch_shape = tuple(batch_shape)
         new.total_count = self.total_count.expand(batch_shape)
-        if "probs" in self.__dict__:
-            new.probs = self.probs.expand(batch_shape)
-            new._param = new.probs
-        if "logits" in self.__dict__:
-            new.logits = self.logits.expand(batch_shape)
-            new._param = new.logits
+        expand_probs_or_logits(self, new, batch_shape)
         super(Binomial, new).__init__(batch_shape, validate_args=False)
         new._validate_args = self._validate_args
         return new

@@ -4,7 +4,15 @@ from __future__ import annotations
 import rtx
 from rtx.distributions import constraints
 from rtx.distributions.distribution import Distribution
-from rtx.distributions.utils import _uniform, finfo, lazy_property, log_softmax, logits_to_probs, probs_to_logits
+from rtx.distributions.utils import (
+    _uniform,
+    expand_probs_or_logits,
+    finfo,
+    lazy_property,
+    log_softmax,
+    logits_to_probs,
+    probs_to_logits,
+)
 
 __all__ = ["Categorical"]
 
@@ -33,12 +41,7 @@ class Categorical(Distribution):
         new = self._get_checked_instance(Categorical, _instance)
         batch_shape = tuple(batch_shape)
         param_shape = batch_shape + (self._num_events,)
-        if "probs" in self.__dict__:
-            new.probs = self.probs.expand(param_shape)
-            new._param = new.probs
-        if "logits" in self.__dict__:
-            new.logits = self.logits.expand(param_shape)
-            new._param = new.logits
+        expand_probs_or_logits(self, new, param_shape)
         new._num_events = self._num_events
         super(Categorical, new).__init__(batch_shape, validate_args=False)
         new._validate_args = self._validate_args

@@ -60,6 +60,29 @@ def log_softmax(logits):
     return logits - logits.logsumexp(-1, keepdim=True)
 
 
+def set_count_and_probs_or_logits(dist, total_count, probs, logits):
+    """Binomial-style construction: exactly one of probs/logits, broadcast against total_count (made
+    the parameter's dtype); `_param` is the one given (the other is derived lazily)."""
+    if (probs is None) == (logits is None):
+        raise ValueError("Either `probs` or `logits` must be specified, but not both.")
+    name, value = ("probs", probs) if probs is not None else ("logits", logits)
+    total_count, param = broadcast_all(total_count, value)
+    dist.total_count = total_count.to(param.dtype)
+    setattr(dist, name, param)
+    dist._param = param
+
+
+def expand_probs_or_logits(dist, new, param_shape):
+    """expand(): copy whichever of probs/logits `dist` holds (not the lazily derived one) onto `new`,
+    expanded to `param_shape`, with `_param` following it."""
+    if "probs" in dist.__dict__:
+        new.probs = dist.probs.expand(param_shape)
+        new._param = new.probs
+    if "logits" in dist.__dict__:
+        new.logits = dist.logits.expand(param_shape)
+        new._param = new.logits
+
+
 def logits_to_probs(logits, is_binary=False):
     if is_binary:
         return rtx.sigmoid(logits)
