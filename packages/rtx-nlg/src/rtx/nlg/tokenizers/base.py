@@ -41,6 +41,25 @@ class BatchEncoding(dict):
             raise AttributeError(f"BatchEncoding has no field {name!r}; fields: {list(self)}") from None
 
 
+class TableVocab:
+    """Vocabulary lookups for a Tokenizer that holds `vocab` (token -> id) and `_inv` (id -> token):
+    byte-level BPE and WordPiece. List it before Tokenizer in the bases."""
+
+    def _token_to_id(self, token: str) -> int | None:
+        return self.vocab.get(token)
+
+    def _id_to_token(self, id: int) -> str | None:
+        return self._inv.get(id)
+
+    def _base_vocab_size(self) -> int:
+        return max(self._inv, default=-1) + 1
+
+    def get_vocab(self) -> dict[str, int]:
+        v = dict(self.vocab)
+        v.update({t.content: t.id for t in self.added_tokens})
+        return v
+
+
 class Tokenizer:
     """Base class. Subclasses implement `_encode_ordinary(text) -> list[int]` (text without added
     tokens), `_decode_ordinary(ids) -> str`, `_token_to_id`, `_id_to_token` and `_base_vocab_size`."""

@@ -22,7 +22,7 @@ from collections.abc import Iterable, Sequence
 from functools import lru_cache
 
 from rtx.nlg.tokenizers._unicode_regex import GPT2_PATTERN, compile_pattern
-from rtx.nlg.tokenizers.base import AddedToken, Tokenizer, read_json
+from rtx.nlg.tokenizers.base import AddedToken, TableVocab, Tokenizer, read_json
 from rtx.nlg.tokenizers.post_processor import PostProcessor
 
 __all__ = ["ByteLevelBPETokenizer", "bytes_to_unicode"]
@@ -56,7 +56,7 @@ def _to_symbols(piece: str) -> str:
     return "".join(table[b] for b in piece.encode("utf-8", errors="surrogatepass"))
 
 
-class ByteLevelBPETokenizer(Tokenizer):
+class ByteLevelBPETokenizer(TableVocab, Tokenizer):
     """Byte-level BPE tokenizer.
 
     vocab: token string (in byte-symbol spelling) -> id; merges: (left, right) pairs, rank =
@@ -201,20 +201,6 @@ class ByteLevelBPETokenizer(Tokenizer):
             return data.decode("utf-8", errors="surrogatepass")  # exact, even for lone surrogates
         except UnicodeDecodeError:  # ids that cut a character in two: HF's replacement behaviour
             return data.decode("utf-8", errors="replace")
-
-    def _token_to_id(self, token: str) -> int | None:
-        return self.vocab.get(token)
-
-    def _id_to_token(self, id: int) -> str | None:
-        return self._inv.get(id)
-
-    def _base_vocab_size(self) -> int:
-        return max(self._inv, default=-1) + 1
-
-    def get_vocab(self) -> dict[str, int]:
-        v = dict(self.vocab)
-        v.update({t.content: t.id for t in self.added_tokens})
-        return v
 
     def tokenize(self, text: str) -> list[str]:
         """Token strings (byte-symbol spelling, "Ġworld") of `text`."""

@@ -23,7 +23,7 @@ import json
 import os
 import unicodedata
 
-from rtx.nlg.tokenizers.base import AddedToken, Tokenizer, _as_id_list, read_json, roles_from_config
+from rtx.nlg.tokenizers.base import AddedToken, TableVocab, Tokenizer, _as_id_list, read_json, roles_from_config
 from rtx.nlg.tokenizers.post_processor import PostProcessor
 
 __all__ = ["WordPieceTokenizer", "BertNormalizer"]
@@ -133,7 +133,7 @@ def _cleanup(text: str) -> str:
     return text
 
 
-class WordPieceTokenizer(Tokenizer):
+class WordPieceTokenizer(TableVocab, Tokenizer):
     """WordPiece tokenizer (BERT's). vocab: token -> id (pieces after the first carry
     `continuing_subword_prefix`, "##"); normalizer: a BertNormalizer (or None, or a list of
     callables); decoder_prefix / decoder_cleanup: the WordPiece decoder's settings (None: no
@@ -232,20 +232,6 @@ class WordPieceTokenizer(Tokenizer):
         return self.decode(ids)
 
     # ---- vocabulary -----------------------------------------------------------------------
-    def _token_to_id(self, token: str) -> int | None:
-        return self.vocab.get(token)
-
-    def _id_to_token(self, id: int) -> str | None:
-        return self._inv.get(id)
-
-    def _base_vocab_size(self) -> int:
-        return max(self._inv, default=-1) + 1
-
-    def get_vocab(self) -> dict[str, int]:
-        v = dict(self.vocab)
-        v.update({t.content: t.id for t in self.added_tokens})
-        return v
-
     @property
     def cls_token_id(self) -> int | None:
         return self._role_id("cls_token")
