@@ -183,22 +183,30 @@ def test_no_rtx_name_resolves_on_the_public_index():
 _PRIVATE_TENSOR_IMPORT_ALLOWED = set()
 
 
+def _source_nodes(root, patterns, skip):
+    """(relative path, AST node) over every node of the Python files matching `patterns` under root,
+    files for which skip(relative path) is true left out: what the source checks below walk."""
+    paths = {p for pattern in patterns for p in Path(root).glob(pattern)}
+    for path in sorted(paths):
+        rel = path.relative_to(root).as_posix()
+        if not skip(rel):
+            for node in ast.walk(ast.parse(path.read_text(), rel)):
+                yield rel, node
+
+
 def _private_tensor_imports(root):
     found = []
-    paths = [p for pattern in ("packages/*/**/*.py", "tools/**/*.py", "examples/**/*.py")
-             for p in Path(root).glob(pattern)]
-    for path in sorted(set(paths)):
-        rel = path.relative_to(root).as_posix()
-        if rel.startswith("packages/rtx-tensor/") or rel in _PRIVATE_TENSOR_IMPORT_ALLOWED:
-            continue
-        for node in ast.walk(ast.parse(path.read_text(), rel)):
-            names = []
-            if isinstance(node, ast.ImportFrom) and node.module:
-                names = [node.module] + [f"{node.module}.{a.name}" for a in node.names if node.module == "rtx"]
-            elif isinstance(node, ast.Import):
-                names = [a.name for a in node.names]
-            if any(n == "rtx._tensor" or n.startswith("rtx._tensor.") for n in names):
-                found.append(f"{rel}:{node.lineno}")
+    def skip(rel):
+        return rel.startswith("packages/rtx-tensor/") or rel in _PRIVATE_TENSOR_IMPORT_ALLOWED
+
+    for rel, node in _source_nodes(root, ("packages/*/**/*.py", "tools/**/*.py", "examples/**/*.py"), skip):
+        names = []
+        if isinstance(node, ast.ImportFrom) and node.module:
+            names = [node.module] + [f"{node.module}.{a.name}" for a in node.names if node.module == "rtx"]
+        elif isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        if any(n == "rtx._tensor" or n.startswith("rtx._tensor.") for n in names):
+            found.append(f"{rel}:{node.lineno}")
     return found
 
 
@@ -218,15 +226,14 @@ def test_private_import_check_catches_one(tmp_path):
 # rtx.extend (grad_mode) or the public rtx.autograd API, never imported by packages above the foundation.
 def _private_autograd_imports(root):
     found = []
-    for path in sorted(Path(root).glob("packages/*/src/**/*.py")):
-        rel = path.relative_to(root).as_posix()
-        if rel.split("/")[1] in _PRIVATE_TENSOR_ATTRS_ALLOWED:
-            continue
-        for node in ast.walk(ast.parse(path.read_text(), rel)):
-            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("rtx.autograd"):
-                private_module = any(part.startswith("_") for part in node.module.split("."))
-                if private_module or any(alias.name.startswith("_") for alias in node.names):
-                    found.append(f"{rel}:{node.lineno}")
+    def skip(rel):
+        return rel.split("/")[1] in _PRIVATE_TENSOR_ATTRS_ALLOWED
+
+    for rel, node in _source_nodes(root, ("packages/*/src/**/*.py",), skip):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("rtx.autograd"):
+            private_module = any(part.startswith("_") for part in node.module.split("."))
+            if private_module or any(alias.name.startswith("_") for alias in node.names):
+                found.append(f"{rel}:{node.lineno}")
     return found
 
 
@@ -253,23 +260,21 @@ _PRIVATE_SLOTS = {"_data", "_vc"}
 
 def _private_tensor_attrs(root):
     found = []
-    paths = [p for pattern in ("packages/*/src/**/*.py", "tools/**/*.py", "examples/**/*.py")
-             for p in Path(root).glob(pattern)]  # the tools and examples are read and copied too
-    for path in sorted(set(paths)):
-        rel = path.relative_to(root).as_posix()
-        if rel.startswith("packages/") and rel.split("/")[1] in _PRIVATE_TENSOR_ATTRS_ALLOWED:
-            continue
-        for node in ast.walk(ast.parse(path.read_text(), rel)):
-            if isinstance(node, ast.Attribute):  # any context: load, store (incl. augmented) or del
-                on_self = isinstance(node.value, ast.Name) and node.value.id in ("self", "cls")
-                on_tensor = (isinstance(node.value, ast.Name) and node.value.id == "Tensor") or (
-                    isinstance(node.value, ast.Attribute) and node.value.attr == "Tensor")
-                if (node.attr in _PRIVATE_SLOTS and not on_self) or (node.attr == "_make" and on_tensor):
-                    found.append(f"{rel}:{node.lineno}")
-            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
-                    node.func.id in ("getattr", "setattr", "delattr", "hasattr") and len(node.args) >= 2 and \
-                    isinstance(node.args[1], ast.Constant) and node.args[1].value in _PRIVATE_SLOTS:
+    def skip(rel):
+        return rel.startswith("packages/") and rel.split("/")[1] in _PRIVATE_TENSOR_ATTRS_ALLOWED
+
+    # the tools and examples are read and copied too
+    for rel, node in _source_nodes(root, ("packages/*/src/**/*.py", "tools/**/*.py", "examples/**/*.py"), skip):
+        if isinstance(node, ast.Attribute):  # any context: load, store (incl. augmented) or del
+            on_self = isinstance(node.value, ast.Name) and node.value.id in ("self", "cls")
+            on_tensor = (isinstance(node.value, ast.Name) and node.value.id == "Tensor") or (
+                isinstance(node.value, ast.Attribute) and node.value.attr == "Tensor")
+            if (node.attr in _PRIVATE_SLOTS and not on_self) or (node.attr == "_make" and on_tensor):
                 found.append(f"{rel}:{node.lineno}")
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
+                node.func.id in ("getattr", "setattr", "delattr", "hasattr") and len(node.args) >= 2 and \
+                isinstance(node.args[1], ast.Constant) and node.args[1].value in _PRIVATE_SLOTS:
+            found.append(f"{rel}:{node.lineno}")
     return sorted(found, key=lambda hit: (hit.rsplit(":", 1)[0], int(hit.rsplit(":", 1)[1])))
 
 
